@@ -1,0 +1,1 @@
+"""Checks by area, all registered in `conformance.checks.registry` (the one registry)."""

@@ -1,0 +1,1 @@
+"""Subcommands of `conformance`; see conformance/cli.py for the module contract."""
