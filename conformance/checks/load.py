@@ -1,0 +1,47 @@
+"""Load checks: concurrency acceptance, interference and long-context parallelism.
+
+Rules:
+- `load.concurrency_acceptance` is the verdict of the concurrency ramp (1, 2, 4, ... N requests in
+  flight, every stream judged by the suite's exchange checks). It fails naming the level at which
+  the target broke and what broke there (5xx, dropped stream, malformed events, deadline, the
+  engine process gone); the underlying exchange violations travel with it.
+- Throughput and latency figures are `info`: these machines are shared, so figures are relative
+  (ratios within one run), never pass/fail thresholds.
+- Registered here (one module owns the rule); built by `conformance.probes.load` and
+  `conformance.probes.interference`.
+"""
+
+from __future__ import annotations
+
+from conformance.checks.registry import register
+
+register(
+    "load.concurrency_acceptance",
+    "requests run N at a time (and as a ramp 1, 2, 4 .. N) are all accepted and stream well-formed",
+    description=(
+        "The captured requests and scenario first turns run N at a time and as a ramp 1, 2, 4, ... N; "
+        "every exchange is judged with the suite's exchange checks. A target that works alone but "
+        "breaks under load fails, naming the level and what broke."
+    ),
+    likely_cause=(
+        "the engine cannot serve this many requests in flight (scheduler/KV-cache exhaustion, a "
+        "speculative-decoding or batching bug, out-of-memory kill); lower the router's concurrency "
+        "limit or fix the engine"
+    ),
+)
+register(
+    "load.throughput",
+    "aggregate output tokens/s and time-to-first-token p50/p95 per concurrency level (figures)",
+    severity="info",
+)
+register(
+    "load.interference",
+    "short-request latency and throughput with one long-context request in flight, as a ratio (figures)",
+    severity="info",
+    likely_cause="a long prefill on a shared engine stalls the short requests (no chunked prefill)",
+)
+register(
+    "load.long_context_parallel",
+    "several long-context requests at once all complete (latency ratio vs one alone reported)",
+    likely_cause="the KV cache cannot hold several long contexts: the engine fails or preempts instead of queueing",
+)
