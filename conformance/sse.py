@@ -1,0 +1,269 @@
+"""Sans-IO Server-Sent-Events decoder (WHATWG HTML "event stream interpretation").
+
+Rules (facts from the WHATWG HTML standard, section 9.2.6 "Interpreting an event stream"):
+- Lines end with CRLF, LF or CR; a CR at the end of one chunk followed by LF at the start of
+  the next is one line ending. One leading UTF-8 BOM is skipped.
+- A line starting with ":" is a comment. Otherwise "field:value" (one space after the colon is
+  removed) or a bare "field" (empty value). Fields: `event` sets the event name, `data` appends
+  a line to the data buffer (lines joined with "\\n"), `id` sets the last event id (ignored if it
+  contains NUL; it persists across events), `retry` sets the reconnection time if all ASCII
+  digits. Other fields are ignored.
+- A blank line dispatches the event. With an empty data buffer nothing is dispatched (the
+  event name, if any, is discarded).
+- At end of stream an incomplete event (no terminating blank line) is discarded.
+
+What this module adds for a judge: every event keeps the byte offset of its first line in the
+raw stream, its 1-based number and the arrival time of the chunk that completed it. Framing
+problems never raise: they become violations in `SSEDecoder.violations` — bytes that are not
+UTF-8 (decoded with replacement so the stream can still be judged), a stream ending mid-event
+(the event a client would drop), an event with a name but no data (dropped by clients) and, on
+wires that dispatch on the event name (Anthropic: the SDKs switch on `event:`), data with no
+event name.
+
+The decoder works a line at a time over a byte buffer (the approach of the anthropic SDK's
+`_streaming.SSEDecoder`, re-implemented here), so any chunking gives the same events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from conformance.checks.registry import register, violation
+from conformance.failures import Violation
+
+_BOM = b"\xef\xbb\xbf"
+
+register(
+    "sse.encoding.utf8",
+    "the event stream is valid UTF-8",
+    likely_cause="a layer re-encodes or splits multi-byte characters across writes with the wrong codec "
+    "(e.g. latin-1 in a proxy), or the response is not an event stream at all",
+)
+register(
+    "sse.stream.ends_mid_event",
+    "the stream does not end in the middle of an event (every event ends with a blank line)",
+    likely_cause="the connection was closed before the last event was flushed: the engine or a proxy "
+    "crashed, hit a timeout, or buffers and drops the final write",
+)
+register(
+    "sse.event.name_missing",
+    "every event carries an `event:` name (the Anthropic SDKs dispatch on it and drop unnamed events)",
+    likely_cause="a router translating from OpenAI chat emits `data:` lines only, as OpenAI does; "
+    "the Anthropic wire needs `event: <type>` before each `data:` line",
+)
+register(
+    "sse.event.no_data",
+    "an event with fields has at least one `data:` line (clients drop events without data)",
+    severity="warning",
+    likely_cause="a server writes `event:` lines without a data payload, or splits one event with a blank line",
+)
+
+
+@dataclass(frozen=True)
+class SSEEvent:
+    event: str | None  # the `event:` field; None when the event had none (WHATWG default "message")
+    data: str  # data lines joined with "\n"
+    id: str | None  # the last event id (persists across events, per WHATWG)
+    retry: int | None  # a `retry:` given in this event, if any
+    offset: int  # byte offset of the event's first line in the raw stream
+    t: float | None  # arrival time of the chunk that completed the event (None if not fed with times)
+    index: int  # 1-based number of the event in the stream
+
+
+class SSEDecoder:
+    """Feed bytes in any chunking; get dispatched events. Never raises on bad input."""
+
+    def __init__(self, *, require_event_name: bool = False) -> None:
+        self.require_event_name = require_event_name
+        self.violations: list[Violation] = []
+        self.comments = 0
+        self._buf = b""
+        self._buf_offset = 0  # absolute offset of self._buf[0]
+        self._bom_checked = False
+        self._skip_lf = False  # the previous line ended with a lone CR: a leading LF belongs to it
+        self._closed = False
+        self._count = 0
+        # the event being built
+        self._event: str | None = None
+        self._data: list[str] = []
+        self._has_data = False
+        self._retry: int | None = None
+        self._start: int | None = None  # offset of the first field line of the pending event
+        self._last_id: str | None = None
+        self._bad_utf8_reported = 0
+
+    # -- public API -----------------------------------------------------------------------
+    def feed(self, data: bytes, t: float | None = None) -> list[SSEEvent]:
+        if self._closed:
+            raise RuntimeError("SSEDecoder.feed() after close()")
+        if not data:
+            return []
+        buf = self._buf + data if self._buf else bytes(data)
+        base = self._buf_offset
+        if not self._bom_checked:
+            if len(buf) < 3 and _BOM.startswith(buf):
+                self._buf = buf
+                return []
+            self._bom_checked = True
+            if buf.startswith(_BOM):
+                buf = buf[3:]
+                base += 3
+        if self._skip_lf:
+            self._skip_lf = False
+            if buf[:1] == b"\n":
+                buf = buf[1:]
+                base += 1
+        out: list[SSEEvent] = []
+        pos = 0
+        lines = buf.splitlines(keepends=True)  # bytes.splitlines splits on \n, \r\n and \r only
+        last = len(lines) - 1
+        for i, raw in enumerate(lines):
+            if raw[-1:] == b"\n":
+                end = len(raw) - (2 if raw[-2:] == b"\r\n" else 1)
+            elif raw[-1:] == b"\r":
+                if i == last:
+                    self._skip_lf = True  # a CR at the chunk end may be the first half of CRLF
+                end = len(raw) - 1
+            else:  # incomplete last line: keep for the next feed
+                break
+            self._line(raw[:end], base + pos, t, out)
+            pos += len(raw)
+        self._buf = buf[pos:]
+        self._buf_offset = base + pos
+        return out
+
+    def close(self) -> list[SSEEvent]:
+        """End of stream: report an unterminated event (it is discarded, as clients do)."""
+        if self._closed:
+            return []
+        self._closed = True
+        out: list[SSEEvent] = []
+        pending_line = self._buf
+        if not self._bom_checked and pending_line and _BOM.startswith(pending_line):
+            pending_line = b""
+        if pending_line:
+            # A final line without its line ending: interpret it to show what was lost.
+            self._line(pending_line, self._buf_offset, None, out, dispatch=False)
+        if self._start is not None:
+            what = f"event {self._event!r}" if self._event else "an event"
+            self.violations.append(
+                violation(
+                    "sse.stream.ends_mid_event",
+                    f"the stream ended in the middle of {what}: its terminating blank line never came, "
+                    "so a client discards it",
+                    expected="each event terminated by a blank line",
+                    seen=("data: " + "\n".join(self._data))[:200] if self._data else "no data line",
+                    event_index=self._count + 1,
+                    event_type=self._event,
+                    byte_offset=self._start,
+                )
+            )
+        self._buf = b""
+        return out
+
+    # -- internals ------------------------------------------------------------------------
+    def _line(self, raw: bytes, offset: int, t: float | None, out: list[SSEEvent], dispatch: bool = True) -> None:
+        if not raw:
+            if dispatch:
+                self._dispatch(t, out)
+            return
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = raw.decode("utf-8", errors="replace")
+            self._bad_utf8_reported += 1
+            if self._bad_utf8_reported <= 5:  # a binary body would otherwise make thousands
+                self.violations.append(
+                    violation(
+                        "sse.encoding.utf8",
+                        f"bytes that are not UTF-8 in the event stream ({exc.reason})",
+                        expected="UTF-8 text",
+                        seen=repr(raw[max(0, exc.start - 8): exc.end + 8]),
+                        event_index=self._count + 1,
+                        byte_offset=offset + exc.start,
+                    )
+                )
+        if line[0] == ":":
+            self.comments += 1
+            return
+        if self._start is None:
+            self._start = offset
+        name, colon, value = line.partition(":")
+        if colon and value[:1] == " ":
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+            self._has_data = True
+        elif name == "event":
+            self._event = value
+        elif name == "id":
+            if "\x00" not in value:
+                self._last_id = value
+        elif name == "retry":
+            if value.isascii() and value.isdigit():
+                self._retry = int(value)
+        # other field names are ignored (WHATWG)
+
+    def _dispatch(self, t: float | None, out: list[SSEEvent]) -> None:
+        if self._start is None:  # blank line with nothing pending
+            return
+        start = self._start
+        if not self._has_data:
+            if self._event is not None:
+                self.violations.append(
+                    violation(
+                        "sse.event.no_data",
+                        f"event {self._event!r} has no data line; clients drop it",
+                        expected="at least one `data:` line",
+                        seen=f"event: {self._event}",
+                        event_index=self._count + 1,
+                        event_type=self._event,
+                        byte_offset=start,
+                    )
+                )
+        else:
+            self._count += 1
+            ev = SSEEvent(self._event, "\n".join(self._data), self._last_id, self._retry, start, t, self._count)
+            if self.require_event_name and ev.event is None:
+                self.violations.append(
+                    violation(
+                        "sse.event.name_missing",
+                        "a data line with no `event:` name; Anthropic clients dispatch on the name and drop it",
+                        expected="`event: <type>` before `data:`",
+                        seen=ev.data[:120],
+                        event_index=ev.index,
+                        byte_offset=start,
+                    )
+                )
+            out.append(ev)
+        self._event = None
+        self._data = []
+        self._has_data = False
+        self._retry = None
+        self._start = None
+
+
+Chunks = bytes | bytearray | list | tuple
+
+
+def iter_chunks(chunks: Chunks):
+    """Normalise bytes, a list of bytes or a list of (t, bytes) into (t, bytes) pairs."""
+    if isinstance(chunks, bytes | bytearray | memoryview):
+        yield None, bytes(chunks)
+        return
+    for item in chunks:
+        if isinstance(item, tuple):
+            t, data = item
+            yield t, bytes(data)
+        else:
+            yield None, bytes(item)
+
+
+def decode(chunks: Chunks, *, require_event_name: bool = False) -> tuple[list[SSEEvent], list[Violation]]:
+    """Decode a whole stream: bytes, or a list of (t, bytes) chunks as the transport records them."""
+    dec = SSEDecoder(require_event_name=require_event_name)
+    events: list[SSEEvent] = []
+    for t, data in iter_chunks(chunks):
+        events.extend(dec.feed(data, t))
+    events.extend(dec.close())
+    return events, dec.violations
