@@ -1,0 +1,331 @@
+"""The recording proxy: put it between a real client and any target; it records the capture format.
+
+Rules:
+- Byte for byte, no buffering: every response chunk is written to the client the moment it
+  arrives from the upstream (aiohttp `iter_any`), with the upstream's status and headers
+  (hop-by-hop headers aside). The request body is read whole first (requests are finite and
+  must be recorded); the request goes upstream unchanged except `accept-encoding: identity`, so
+  the recorded chunks are the wire bytes and never a compressed stream (the client's own
+  accept-encoding is what the capture records).
+- Redaction happens in memory before anything touches disk (`conformance.redact`); the capture
+  file is rewritten atomically after every finished exchange, exchanges in the order the client
+  sent them (concurrent requests keep their arrival order).
+- A client that disconnects mid-stream leaves a valid record of what passed, with the note
+  `client disconnected mid-stream`; an upstream that breaks mid-stream leaves the bytes that
+  arrived and the note `upstream broke: ...`, and the client sees the connection cut, as it
+  would have without the proxy. An unreachable upstream answers 502 and is recorded as such.
+- Client name and version come from the User-Agent (`claude-cli/V`, `opencode/V`) unless the
+  caller sets them.
+- No deadline shorter than the client's own: connect 30 s, no total limit, 600 s between bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+import re
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import ClientError, ClientSession, ClientTimeout, web
+from aiohttp.client_exceptions import ClientConnectionResetError
+
+from conformance.captures import Capture, CapturedRequest, CapturedResponse, Chunk, Exchange, save_capture
+from conformance.redact import RedactionConfig, Redactor
+
+# RFC 9110 section 7.6.1 hop-by-hop fields, plus the ones aiohttp sets itself.
+_HOP_BY_HOP = frozenset(
+    {"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
+     "host", "content-length"}
+)
+
+_UA_CLIENTS = (
+    (re.compile(r"claude-cli/(\d[\w.\-]*)"), "claude-code"),
+    (re.compile(r"\bopencode/(\d[\w.\-]*)"), "opencode"),
+)
+
+
+def infer_client(user_agent: str) -> tuple[str, str] | None:
+    """(client name, version) from a User-Agent, or None when it is not a known client."""
+    for rx, name in _UA_CLIENTS:
+        m = rx.search(user_agent or "")
+        if m:
+            return name, m.group(1)
+    return None
+
+
+@dataclass
+class CaseInfo:
+    case: str
+    client: str | None = None  # None: inferred from the User-Agent
+    client_version: str | None = None
+    description: str = ""
+    command: str = ""
+    flags: list[str] = field(default_factory=list)
+    covers: list[str] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class CaptureRecorder:
+    """Collects the redacted exchanges of one case and keeps its capture file up to date.
+
+    `path` is the file to write (None: keep in memory only). `begin_case` switches to a new
+    case (a fresh Redactor, so pseudonyms restart), which is how recapture runs many cases
+    through one proxy.
+    """
+
+    def __init__(self, info: CaseInfo, path: Path | None, config: RedactionConfig | None = None) -> None:
+        self._lock = threading.Lock()
+        self.begin_case(info, path, config)
+
+    def begin_case(self, info: CaseInfo, path: Path | None, config: RedactionConfig | None = None) -> None:
+        with self._lock:
+            self.info = info
+            self.path = Path(path) if path is not None else None
+            self.redactor = Redactor(config or RedactionConfig())
+            self._exchanges: dict[int, Exchange] = {}
+            self._seq = itertools.count(1)
+            self._inferred: tuple[str, str] | None = None
+
+    def next_seq(self) -> int:
+        return next(self._seq)
+
+    def record(
+        self,
+        seq: int,
+        *,
+        method: str,
+        path: str,
+        query: str,
+        headers: dict[str, str],
+        body: bytes,
+        response: CapturedResponse | None,
+        note: str = "",
+    ) -> Exchange:
+        """Redact one exchange (in memory) and add it; rewrite the capture file."""
+        with self._lock:
+            if self._inferred is None:
+                self._inferred = infer_client(headers.get("user-agent", ""))
+            red = self.redactor
+            parsed: Any = None
+            text: str | None = None
+            if body:
+                try:
+                    parsed = json.loads(body)
+                except ValueError:
+                    text = body.decode("utf-8", "replace")
+            red.collect_identifiers(headers, parsed)
+            req = CapturedRequest(
+                method=method,
+                path=path,
+                query=red.redact_text(query),
+                headers=red.redact_headers(headers),
+                body=red.redact_body(parsed) if parsed is not None else None,
+                body_text=red.redact_text(text) if text is not None else None,
+            )
+            if response is not None:
+                response = CapturedResponse(
+                    status=response.status,
+                    headers=red.redact_headers(response.headers),
+                    chunks=[Chunk(c.t, red.redact_bytes(c.data)) for c in response.chunks],
+                )
+            ex = Exchange(req, response, note)
+            self._exchanges[seq] = ex
+            self._save_locked()
+            return ex
+
+    def capture(self) -> Capture:
+        with self._lock:
+            return self._capture_locked()
+
+    def _capture_locked(self) -> Capture:
+        info = self.info
+        name, version = self._inferred or ("other", "unknown")
+        return Capture(
+            client=info.client or name,
+            client_version=info.client_version or version,
+            case=info.case,
+            exchanges=[self._exchanges[k] for k in sorted(self._exchanges)],
+            description=info.description,
+            command=info.command,
+            flags=list(info.flags),
+            covers=list(info.covers),
+            meta=dict(info.meta),
+        )
+
+    def _save_locked(self) -> None:
+        if self.path is None or not self._exchanges:
+            return
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        save_capture(self._capture_locked(), tmp)
+        os.replace(tmp, self.path)
+
+    def save(self) -> Path | None:
+        with self._lock:
+            self._save_locked()
+            return self.path
+
+
+def _join(upstream: str, path_qs: str) -> str:
+    return upstream.rstrip("/") + path_qs
+
+
+def make_app(upstream: str, recorder: CaptureRecorder, *, log=None) -> web.Application:
+    """The aiohttp application: one catch-all route that forwards, streams and records."""
+    app = web.Application(client_max_size=256 * 1024 * 1024)
+    state: dict[str, ClientSession] = {}
+
+    async def on_startup(_app: web.Application) -> None:
+        state["session"] = ClientSession(
+            auto_decompress=False,
+            timeout=ClientTimeout(total=None, connect=30, sock_read=600),
+        )
+
+    async def on_cleanup(_app: web.Application) -> None:
+        await state["session"].close()
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        seq = recorder.next_seq()
+        body = await request.read()
+        req_headers = {k.lower(): v for k, v in request.headers.items()}
+        forward = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
+        forward = {k: v for k, v in forward.items() if k.lower() != "accept-encoding"}
+        forward["Accept-Encoding"] = "identity"
+        chunks: list[Chunk] = []
+        status: int | None = None
+        resp_headers: dict[str, str] = {}
+        note = ""
+        out: web.StreamResponse | None = None
+        try:
+            t0 = time.monotonic()
+            async with state["session"].request(
+                request.method, _join(upstream, request.path_qs), headers=forward, data=body,
+                allow_redirects=False,
+            ) as up:
+                status = up.status
+                resp_headers = {k.lower(): v for k, v in up.headers.items()}
+                out = web.StreamResponse(status=up.status, reason=up.reason)
+                for k, v in up.headers.items():
+                    if k.lower() not in _HOP_BY_HOP:
+                        out.headers.add(k, v)
+                if "content-length" in resp_headers and "content-encoding" not in resp_headers:
+                    out.content_length = int(resp_headers["content-length"])
+                await out.prepare(request)
+                try:
+                    async for chunk in up.content.iter_any():
+                        chunks.append(Chunk(time.monotonic() - t0, bytes(chunk)))
+                        await out.write(chunk)
+                except (ClientConnectionResetError, ConnectionResetError):
+                    note = "client disconnected mid-stream"
+                    return out
+                except ClientError as exc:
+                    note = f"upstream broke: {type(exc).__name__}: {exc}"
+                    if request.transport is not None:
+                        request.transport.close()  # cut the client too, as the upstream did
+                    return out
+                try:
+                    await out.write_eof()
+                except (ClientConnectionResetError, ConnectionResetError):
+                    note = "client disconnected mid-stream"
+                return out
+        except asyncio.CancelledError:
+            note = note or "client disconnected mid-stream"
+            raise
+        except ClientError as exc:
+            if out is not None:  # headers already sent: nothing more to tell the client
+                note = note or f"upstream broke: {type(exc).__name__}: {exc}"
+                return out
+            note = f"upstream unreachable: {type(exc).__name__}: {exc}"
+            status = 502
+            payload = json.dumps({"type": "error", "error": {"type": "api_error", "message":
+                                  f"conformance capture proxy: upstream {upstream} unreachable: {exc}"}}).encode()
+            chunks = [Chunk(0.0, payload)]
+            resp_headers = {"content-type": "application/json"}
+            return web.Response(status=502, body=payload, content_type="application/json")
+        finally:
+            response = CapturedResponse(status, resp_headers, chunks) if status is not None else None
+            ex = recorder.record(
+                seq, method=request.method, path=request.path, query=request.query_string,
+                headers=req_headers, body=body, response=response, note=note,
+            )
+            if log is not None:
+                log(f"#{seq} {request.method} {request.path} -> {status} "
+                    f"({len(chunks)} chunks){' ' + note if note else ''}"
+                    f"{' [' + ex.request.api + ']' if ex.request.api != 'other' else ''}")
+
+    app.router.add_route("*", "/{tail:.*}", handle)
+    app.on_startup.append(on_startup)
+    app.on_cleanup.append(on_cleanup)
+    return app
+
+
+async def start_proxy(upstream: str, recorder: CaptureRecorder, host: str = "127.0.0.1", port: int = 0,
+                      *, log=None) -> tuple[web.AppRunner, str]:
+    """Start the proxy on the running loop; returns (runner, base URL). Stop with runner.cleanup()."""
+    runner = web.AppRunner(make_app(upstream, recorder, log=log), access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    sock = site._server.sockets[0]  # noqa: SLF001 - the bound port when port=0
+    h, p = sock.getsockname()[:2]
+    return runner, f"http://{h}:{p}"
+
+
+@contextlib.contextmanager
+def serve_proxy_in_thread(upstream: str, recorder: CaptureRecorder, *, log=None) -> Iterator[str]:
+    """Run the proxy on its own loop in a thread (tests, recapture); yields its base URL."""
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        try:
+            box["runner"], box["url"] = loop.run_until_complete(start_proxy(upstream, recorder, log=log))
+        except BaseException as exc:  # noqa: BLE001 - reported to the caller below
+            box["error"] = exc
+            ready.set()
+            return
+        ready.set()
+        loop.run_forever()
+        loop.run_until_complete(box["runner"].cleanup())
+        loop.close()
+
+    thread = threading.Thread(target=run, name="capture-proxy", daemon=True)
+    thread.start()
+    if not ready.wait(30):
+        raise RuntimeError("capture proxy did not start within 30 s")
+    if "error" in box:
+        raise box["error"]
+    try:
+        yield box["url"]
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(30)
+
+
+def run_proxy_forever(upstream: str, recorder: CaptureRecorder, host: str, port: int) -> None:
+    """The CLI's loop: serve until interrupted, printing one line per exchange to stderr."""
+
+    def log(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    async def main() -> None:
+        runner, url = await start_proxy(upstream, recorder, host, port, log=log)
+        print(f"listening on {url}", flush=True)
+        print(f"forwarding to {upstream}; recording to {recorder.path}", file=sys.stderr, flush=True)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await runner.cleanup()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(main())

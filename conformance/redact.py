@@ -1,0 +1,353 @@
+"""Redaction of captured traffic, applied in memory before anything is written to disk.
+
+Rules:
+- Secrets are replaced by `<redacted:KIND>`: the values of secret headers (x-api-key,
+  authorization — keeping the scheme word, e.g. `Bearer <redacted:token>` — cookies, and any
+  header whose name says key/token/secret/cookie), and key-like strings found anywhere in a
+  header value, the request body, the query or the response bytes (`sk-...`, `Bearer ...`, cloud
+  and forge token shapes, JWTs), plus exact strings the caller names (`extra_secrets`).
+- Identifiers are replaced by consistent pseudonyms, so the requests of one session still group
+  together: the same real value always maps to the same pseudonym within one `Redactor`, and
+  once seen in one place it is replaced everywhere else it occurs (a session id in a header and
+  in a path inside the system prompt). Sources: Claude Code's `metadata.user_id` (a JSON string
+  `{"device_id","account_uuid","session_id"}` in 2.x, `user_<hex>_account_<uuid>_session_<uuid>`
+  in 1.x), `X-Claude-Code-Session-Id`, opencode's `x-session-id` / `x-session-affinity`
+  (`ses_...` ids, also found anywhere in text), and any header whose name mentions
+  session/user/device/account. Pseudonyms keep the shape of the value (a UUID stays a UUID, 64
+  hex stays 64 hex, `ses_` + N chars stays so) and are numbered in order of first sight, so a
+  recapture with the same client gets the same pseudonyms.
+- Vendor prose filler (optional, `prose_filler=True`, used for the committed corpus): system
+  prompts, mid-conversation system messages, `<system-reminder>` and other client-injected user
+  text, tool descriptions and JSON Schema `description` strings are replaced by filler of the
+  same UTF-8 byte length (letters and digits become filler letters, a non-ASCII character
+  becomes as many ASCII letters as its UTF-8 bytes; whitespace and ASCII punctuation stay, so
+  the compact JSON serialisation has exactly the original size). Kept verbatim: XML-like tags,
+  `[task:...]` tags, `working directory:` lines (the reference engine reads them), the
+  `x-anthropic-billing-header:` line, the user's own prompt (`keep_texts`), tool results,
+  assistant turns, field names, schemas, enums and headers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+# Header names (lower-case) whose whole value is a secret.
+SECRET_HEADERS = (
+    "x-api-key",
+    "api-key",
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    "set-cookie",
+    "x-goog-api-key",
+    "anthropic-admin-api-key",
+)
+# Header names (lower-case) whose value is an identifier to pseudonymise.
+IDENTIFIER_HEADERS = (
+    "x-claude-code-session-id",
+    "x-session-id",
+    "x-session-affinity",
+    "x-opencode-session",
+    "x-client-request-id",
+)
+# Words in a header name that make it secret / identifying even when not listed above.
+_SECRET_NAME_WORDS = ("key", "token", "secret", "cookie", "password", "auth")
+_IDENTIFIER_NAME_WORDS = ("session", "user-id", "device", "account", "affinity")
+# Headers that match the words above but carry no secret or identity.
+_HARMLESS_HEADERS = frozenset({"anthropic-dangerous-direct-browser-access"})
+
+# Key-like strings anywhere in text. Each is (kind, pattern); the match is replaced whole.
+SECRET_PATTERNS: tuple[tuple[str, str], ...] = (
+    ("token", r"(?i)(?<=\bbearer )[A-Za-z0-9._~+/=\-]{8,}"),
+    ("api-key", r"\bsk-[A-Za-z0-9][A-Za-z0-9_\-]{7,}"),
+    ("aws-key", r"\bAKIA[0-9A-Z]{16}\b"),
+    ("github-token", r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
+    ("slack-token", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"),
+    ("google-key", r"\bAIza[0-9A-Za-z_\-]{30,}"),
+    ("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
+)
+
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+_HEX = re.compile(r"^[0-9a-fA-F]{16,}$")
+_OPENCODE_ID = re.compile(r"\bses_[0-9A-Za-z]{16,40}\b")
+_LEGACY_USER_ID = re.compile(
+    r"^user_(?P<device>[0-9a-fA-F]+)_account_(?P<account>[0-9a-fA-F-]*)_session_(?P<session>[0-9a-fA-F-]+)$"
+)
+
+
+@dataclass
+class RedactionConfig:
+    """What to redact. The defaults cover Claude Code, opencode and the common key shapes."""
+
+    secret_headers: tuple[str, ...] = SECRET_HEADERS
+    identifier_headers: tuple[str, ...] = IDENTIFIER_HEADERS
+    keep_headers: tuple[str, ...] = ()  # never touched (lower-case names)
+    patterns: tuple[tuple[str, str], ...] = SECRET_PATTERNS
+    extra_secrets: tuple[str, ...] = ()  # exact strings to redact wherever they occur
+    pseudonymize: bool = True  # False: identifiers become `<redacted:id>` (no grouping)
+    prose_filler: bool = False  # replace vendor prose by same-length filler (the corpus does)
+    keep_texts: tuple[str, ...] = ()  # user texts containing one of these are the user's own
+
+
+@dataclass
+class Redactor:
+    """Stateful redactor: one per capture session, so pseudonyms are consistent within it."""
+
+    config: RedactionConfig = field(default_factory=RedactionConfig)
+    _pseudonyms: dict[str, str] = field(default_factory=dict)
+    _counters: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._compiled = [(kind, re.compile(p)) for kind, p in self.config.patterns]
+
+    # -- identifiers -----------------------------------------------------------------------
+    def pseudonym(self, value: str, kind: str = "id") -> str:
+        """The pseudonym of an identifier: stable for the same value, shaped like the value."""
+        if not value:
+            return value
+        if value in self._pseudonyms:
+            return self._pseudonyms[value]
+        if not self.config.pseudonymize:
+            fake = f"<redacted:{kind}>"
+        else:
+            if _UUID.match(value):
+                shape = "uuid"
+            elif _HEX.match(value):
+                shape = f"hex{len(value)}"
+            elif _OPENCODE_ID.fullmatch(value):
+                shape = f"ses{len(value)}"
+            else:
+                shape = kind
+            n = self._counters[shape] = self._counters.get(shape, 0) + 1
+            if shape == "uuid":
+                fake = f"00000000-0000-4000-8000-{n:012d}"
+            elif shape.startswith("hex"):
+                fake = format(n, "x").rjust(len(value), "0")
+            elif shape.startswith("ses"):
+                fake = "ses_" + str(n).rjust(len(value) - 4, "0")
+            else:
+                fake = f"{kind}-{n}"
+        self._pseudonyms[value] = fake
+        return fake
+
+    def _note_user_id(self, user_id: str) -> str:
+        """Pseudonymise Claude Code's metadata.user_id, keeping its encoding (JSON string or 1.x)."""
+        try:
+            parsed = json.loads(user_id)
+        except (ValueError, TypeError):
+            parsed = None
+        if isinstance(parsed, dict):
+            out = {}
+            for k, v in parsed.items():
+                out[k] = self.pseudonym(v, k.replace("_", "-")) if isinstance(v, str) and v else v
+            return json.dumps(out, ensure_ascii=False, separators=(",", ":"))
+        m = _LEGACY_USER_ID.match(user_id)
+        if m:
+            parts = {k: (self.pseudonym(v, k) if v else v) for k, v in m.groupdict().items()}
+            return f"user_{parts['device']}_account_{parts['account']}_session_{parts['session']}"
+        return self.pseudonym(user_id, "user-id")
+
+    # -- text ------------------------------------------------------------------------------
+    def redact_text(self, text: str) -> str:
+        """Secrets and already-seen identifiers out of one string."""
+        for secret in self.config.extra_secrets:
+            if secret:
+                text = text.replace(secret, "<redacted:secret>")
+        for kind, rx in self._compiled:
+            text = rx.sub(f"<redacted:{kind}>", text)
+        text = _OPENCODE_ID.sub(lambda m: self.pseudonym(m.group(0), "session"), text)
+        for real, fake in self._pseudonyms.items():
+            if len(real) >= 8 and real in text:  # short values would hit unrelated text
+                text = text.replace(real, fake)
+        return text
+
+    def redact_bytes(self, data: bytes) -> bytes:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return data  # a chunk split inside a character; the joined body is redacted by the caller
+        return self.redact_text(text).encode("utf-8")
+
+    # -- headers ---------------------------------------------------------------------------
+    def _header_kind(self, name: str) -> str | None:
+        if name in self.config.keep_headers or name in _HARMLESS_HEADERS:
+            return None
+        if name in self.config.secret_headers:
+            return "secret"
+        if name in self.config.identifier_headers:
+            return "identifier"
+        if any(w in name for w in _SECRET_NAME_WORDS):
+            return "secret"
+        if any(w in name for w in _IDENTIFIER_NAME_WORDS):
+            return "identifier"
+        return "plain"
+
+    def collect_identifiers(self, headers: dict[str, str], body: Any) -> None:
+        """Learn the identifiers of one request first, so they are replaced everywhere after."""
+        for name, value in headers.items():
+            if self._header_kind(name.lower()) == "identifier":
+                self.pseudonym(value, "session" if "session" in name.lower() or "affinity" in name.lower() else "id")
+        if isinstance(body, dict) and isinstance(body.get("metadata"), dict):
+            uid = body["metadata"].get("user_id")
+            if isinstance(uid, str) and uid:
+                self._note_user_id(uid)
+
+    def redact_headers(self, headers: dict[str, str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for name, value in headers.items():
+            lname = name.lower()
+            kind = self._header_kind(lname)
+            if kind is None:
+                out[lname] = value
+            elif kind == "secret":
+                scheme = value.split(" ", 1)[0] if " " in value.strip() else ""
+                if lname in ("authorization", "proxy-authorization") and scheme:
+                    out[lname] = f"{scheme} <redacted:token>"
+                elif "cookie" in lname:
+                    out[lname] = "<redacted:cookie>"
+                else:
+                    out[lname] = "<redacted:api-key>" if "key" in lname else "<redacted:secret>"
+            elif kind == "identifier":
+                out[lname] = self.pseudonym(value, "session" if "session" in lname or "affinity" in lname else "id")
+            else:
+                out[lname] = self.redact_text(value)
+        return out
+
+    # -- JSON bodies -----------------------------------------------------------------------
+    def redact_json(self, obj: Any) -> Any:
+        if isinstance(obj, str):
+            return self.redact_text(obj)
+        if isinstance(obj, list):
+            return [self.redact_json(x) for x in obj]
+        if isinstance(obj, dict):
+            return {k: self.redact_json(v) for k, v in obj.items()}
+        return obj
+
+    def redact_body(self, body: Any) -> Any:
+        """A parsed request body: metadata.user_id pseudonymised, secrets and ids out of every string."""
+        if isinstance(body, dict) and isinstance(body.get("metadata"), dict):
+            uid = body["metadata"].get("user_id")
+            if isinstance(uid, str) and uid:
+                body = dict(body)
+                body["metadata"] = dict(body["metadata"], user_id=self._note_user_id(uid))
+        body = self.redact_json(body)
+        if self.config.prose_filler:
+            body = fill_prose(body, keep_texts=self.config.keep_texts)
+        return body
+
+
+# -- vendor prose filler ----------------------------------------------------------------------
+_FILLER = "loremipsumdolorsitametconsecteturadipiscingelitseddoeiusmodtemporincididuntutlabore"
+_PROTECTED = re.compile(
+    r"<[A-Za-z/!][^<>\n]{0,80}>"  # XML-like tags (<system-reminder>, </env>)
+    r"|\[task:[^\]\n]*\]"  # scenario tags
+    r"|(?im:^.*working directory:.*$)"  # the engine joins relative paths onto it
+    r"|(?im:^x-anthropic-billing-header:.*$)"
+)
+
+
+def fill_text(text: str) -> str:
+    """Same-byte-length filler: alnum -> filler letters, non-ASCII -> ASCII letters, rest kept."""
+    out: list[str] = []
+    pos = 0
+    k = 0
+
+    def fill(segment: str) -> None:
+        nonlocal k
+        for ch in segment:
+            if ch.isascii():
+                if ch.isalnum():
+                    out.append(_FILLER[k % len(_FILLER)])
+                    k += 1
+                else:
+                    out.append(ch)
+            else:
+                n = len(ch.encode("utf-8"))
+                out.append("".join(_FILLER[(k + i) % len(_FILLER)] for i in range(n)))
+                k += n
+
+    for m in _PROTECTED.finditer(text):
+        fill(text[pos : m.start()])
+        out.append(m.group(0))
+        pos = m.end()
+    fill(text[pos:])
+    return "".join(out)
+
+
+def fill_schema(schema: Any) -> Any:
+    """A JSON Schema with every `description` string filled; everything else unchanged."""
+    if isinstance(schema, list):
+        return [fill_schema(x) for x in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for k, v in schema.items():
+        if k == "description" and isinstance(v, str):
+            out[k] = fill_text(v)
+        else:
+            out[k] = fill_schema(v)
+    return out
+
+
+def _fill_content(content: Any, *, user: bool, keep_texts: tuple[str, ...]) -> Any:
+    def keep(text: str) -> bool:
+        return user and any(t and t in text for t in keep_texts)
+
+    if isinstance(content, str):
+        return content if keep(content) else fill_text(content)
+    if isinstance(content, list):
+        out = []
+        for part in content:
+            if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str):
+                part = dict(part)
+                if not keep(part["text"]):
+                    part["text"] = fill_text(part["text"])
+            out.append(part)  # tool_result, tool_use, images, thinking: kept
+        return out
+    return content
+
+
+def fill_prose(body: Any, *, keep_texts: tuple[str, ...] = ()) -> Any:
+    """Vendor prose of an Anthropic or OpenAI request body replaced by same-length filler.
+
+    User text is the user's own when it contains one of `keep_texts` (the case prompt); other
+    user text (reminders, a title generator's instruction) is client-injected prose.
+    """
+    if not isinstance(body, dict):
+        return body
+    body = dict(body)
+    if "system" in body:
+        body["system"] = _fill_content(body["system"], user=False, keep_texts=keep_texts)
+    tools = body.get("tools")
+    if isinstance(tools, list):
+        new_tools = []
+        for tool in tools:
+            if isinstance(tool, dict):
+                tool = dict(tool)
+                if isinstance(tool.get("description"), str):
+                    tool["description"] = fill_text(tool["description"])
+                if "input_schema" in tool:
+                    tool["input_schema"] = fill_schema(tool["input_schema"])
+                fn = tool.get("function")
+                if isinstance(fn, dict):
+                    fn = dict(fn)
+                    if isinstance(fn.get("description"), str):
+                        fn["description"] = fill_text(fn["description"])
+                    if "parameters" in fn:
+                        fn["parameters"] = fill_schema(fn["parameters"])
+                    tool["function"] = fn
+            new_tools.append(tool)
+        body["tools"] = new_tools
+    messages = body.get("messages")
+    if isinstance(messages, list):
+        new_messages = []
+        for msg in messages:
+            if isinstance(msg, dict) and msg.get("role") in ("system", "developer", "user") and "content" in msg:
+                msg = dict(msg)
+                msg["content"] = _fill_content(msg["content"], user=msg["role"] == "user", keep_texts=keep_texts)
+            new_messages.append(msg)
+        body["messages"] = new_messages
+    return body

@@ -1,0 +1,86 @@
+"""Fixtures for the capture tests: a scripted slow upstream on a real loopback port."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Iterator
+
+import pytest
+from aiohttp import web
+
+
+@contextlib.contextmanager
+def serve_app_in_thread(app: web.Application) -> Iterator[str]:
+    """Serve an aiohttp app on 127.0.0.1:<free port> in a thread; yields the base URL."""
+    loop = asyncio.new_event_loop()
+    box: dict = {}
+    ready = threading.Event()
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        loop.run_until_complete(runner.setup())
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        loop.run_until_complete(site.start())
+        box["url"] = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+        ready.set()
+        loop.run_forever()
+        loop.run_until_complete(runner.cleanup())
+        loop.close()
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    assert ready.wait(10)
+    try:
+        yield box["url"]
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        t.join(10)
+
+
+class SlowUpstream:
+    """Answers POST with SSE chunks separated by `gap` seconds; records what it received."""
+
+    def __init__(self, chunks: list[bytes], gap: float) -> None:
+        self.chunks = chunks
+        self.gap = gap
+        self.received: list[dict] = []
+        self.finished_at: list[float] = []
+        self.disconnected = threading.Event()
+
+    def app(self) -> web.Application:
+        import time
+
+        async def handle(request: web.Request) -> web.StreamResponse:
+            body = await request.read()
+            self.received.append({"headers": dict(request.headers), "body": body, "path": request.path_qs})
+            if request.method != "POST":
+                return web.Response(status=404, text="not here")
+            resp = web.StreamResponse(headers={"content-type": "text/event-stream"})
+            await resp.prepare(request)
+            try:
+                for i, c in enumerate(self.chunks):
+                    if i:
+                        await asyncio.sleep(self.gap)
+                    await resp.write(c)
+                await resp.write_eof()
+            except (ConnectionResetError, asyncio.CancelledError):
+                self.disconnected.set()
+                raise
+            self.finished_at.append(time.monotonic())
+            return resp
+
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", handle)
+        return app
+
+
+@pytest.fixture
+def slow_upstream():
+    def make(chunks: list[bytes], gap: float = 0.6):
+        up = SlowUpstream(chunks, gap)
+        return up, serve_app_in_thread(up.app())
+
+    return make

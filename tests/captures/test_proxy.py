@@ -1,0 +1,159 @@
+"""The recording proxy: no buffering, byte-for-byte, secrets never on disk, disconnects recorded."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import httpx
+import pytest
+
+from conformance.captures import load_capture
+from conformance.proxy import CaptureRecorder, CaseInfo, infer_client, serve_proxy_in_thread
+
+
+def sse(event: str, data: dict) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+CHUNKS = [
+    sse("message_start", {"type": "message_start", "message": {"id": "msg_1", "content": []}}),
+    sse("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"text": "héllo"}}),
+    sse("message_stop", {"type": "message_stop"}),
+]
+
+# Planted secrets and identifiers: none of these may appear in any written file.
+API_KEY = "sk-ant-api03-PLANTEDsecretKEY0123456789"
+BEARER = "PLANTEDbearerTOKEN9876543210"
+SESSION = "5f0e7a52-1c1b-4c7e-9a55-0d4c2b8e9f11"
+DEVICE = "ab" * 32
+OC_SESSION = "ses_dd655b01bffeBYfRHv8L6KaVNy"
+BODY_SECRET = "sk-proj-PLANTEDinBODYabcdef123456"
+COOKIE = "sessionid=PLANTEDcookieVALUE42"
+
+
+def _planted_body() -> dict:
+    return {
+        "model": "claude-opus-4-8",
+        "messages": [{"role": "user", "content": [
+            {"type": "text", "text": f"my key is {BODY_SECRET} and my session {SESSION} [task:write-file]"}]}],
+        "system": [{"type": "text", "text": f"cwd /home/u/.claude/projects/{SESSION}.jsonl"}],
+        "metadata": {"user_id": json.dumps({"device_id": DEVICE, "account_uuid": "", "session_id": SESSION},
+                                           separators=(",", ":"))},
+        "stream": True,
+    }
+
+
+def _planted_headers() -> dict:
+    return {
+        "x-api-key": API_KEY,
+        "authorization": f"Bearer {BEARER}",
+        "cookie": COOKIE,
+        "x-claude-code-session-id": SESSION,
+        "x-session-id": OC_SESSION,
+        "x-session-affinity": OC_SESSION,
+        "user-agent": "claude-cli/2.1.197 (external, sdk-cli)",
+        "anthropic-version": "2023-06-01",
+        "content-type": "application/json",
+    }
+
+
+def test_first_byte_reaches_client_before_upstream_finishes(slow_upstream, tmp_path):
+    up, serving = slow_upstream(CHUNKS, gap=0.6)
+    rec = CaptureRecorder(CaseInfo("nobuffer"), tmp_path / "nobuffer.json")
+    with serving as upstream, serve_proxy_in_thread(upstream, rec) as proxy:
+        start = time.monotonic()
+        arrivals = []
+        received = b""
+        with httpx.stream("POST", proxy + "/v1/messages", json={"stream": True}, timeout=10) as r:
+            for chunk in r.iter_raw():
+                arrivals.append(time.monotonic() - start)
+                received += chunk
+        assert up.finished_at, "upstream did not finish"
+        upstream_done = up.finished_at[0] - start
+    # the first chunk arrived well before the upstream finished (two gaps of 0.6 s later)
+    assert arrivals[0] < upstream_done - 0.8, (arrivals, upstream_done)
+    assert received == b"".join(CHUNKS)  # byte for byte
+    cap = load_capture(tmp_path / "nobuffer.json")
+    chunks = cap.exchanges[0].response.chunks
+    assert b"".join(c.data for c in chunks) == b"".join(CHUNKS)
+    assert len(chunks) == 3 and chunks[2].t - chunks[0].t > 1.0  # arrival times kept
+    assert r.headers["content-type"] == "text/event-stream"
+
+
+def test_planted_secrets_and_identifiers_never_reach_disk(slow_upstream, tmp_path):
+    up, serving = slow_upstream(CHUNKS, gap=0.0)
+    out = tmp_path / "out"
+    rec = CaptureRecorder(CaseInfo("secrets"), out / "secrets.json")
+    with serving as upstream, serve_proxy_in_thread(upstream, rec) as proxy:
+        for _ in range(2):  # two requests of one session must still group together
+            r = httpx.post(proxy + "/v1/messages?beta=true", headers=_planted_headers(),
+                           content=json.dumps(_planted_body()).encode(), timeout=10)
+            assert r.status_code == 200
+    # the upstream got the real values (the proxy redacts the record, not the traffic)
+    assert up.received[0]["headers"]["x-api-key"] == API_KEY
+    assert json.loads(up.received[0]["body"]) == _planted_body()
+    written = b"".join(p.read_bytes() for p in out.rglob("*"))
+    for planted in (API_KEY, BEARER, "PLANTEDcookieVALUE42", SESSION, DEVICE, OC_SESSION, BODY_SECRET,
+                    "PLANTED"):
+        assert planted.encode() not in written, planted
+    cap = load_capture(out / "secrets.json")
+    assert cap.client == "claude-code" and cap.client_version == "2.1.197"
+    e1, e2 = cap.exchanges
+    h = e1.request.headers
+    assert h["x-api-key"] == "<redacted:api-key>"
+    assert h["authorization"] == "Bearer <redacted:token>"
+    assert h["cookie"] == "<redacted:cookie>"
+    assert h["anthropic-version"] == "2023-06-01"
+    # consistent pseudonyms: same value -> same pseudonym across requests and places
+    assert h["x-claude-code-session-id"] == e2.request.headers["x-claude-code-session-id"]
+    assert h["x-session-id"] == h["x-session-affinity"] and h["x-session-id"].startswith("ses_")
+    assert len(h["x-session-id"]) == len(OC_SESSION)
+    uid = json.loads(e1.request.body["metadata"]["user_id"])
+    assert list(uid) == ["device_id", "account_uuid", "session_id"]
+    assert uid["session_id"] == h["x-claude-code-session-id"]
+    assert len(uid["device_id"]) == 64 and uid["account_uuid"] == ""
+    assert e1.request.body["metadata"] == e2.request.body["metadata"]
+    assert h["x-claude-code-session-id"] in e1.request.body["system"][0]["text"]
+    assert "[task:write-file]" in e1.request.body["messages"][0]["content"][0]["text"]
+    assert e1.request.query == "beta=true"
+
+
+def test_client_disconnect_mid_stream_leaves_a_valid_record(slow_upstream, tmp_path):
+    up, serving = slow_upstream(CHUNKS, gap=1.0)
+    path = tmp_path / "disconnect.json"
+    rec = CaptureRecorder(CaseInfo("disconnect"), path)
+    with serving as upstream, serve_proxy_in_thread(upstream, rec) as proxy:
+        with httpx.stream("POST", proxy + "/v1/messages", json={"stream": True}, timeout=10) as r:
+            first = next(r.iter_raw())
+        assert first == CHUNKS[0]
+        deadline = time.monotonic() + 8
+        while not path.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    cap = load_capture(path)
+    ex = cap.exchanges[0]
+    assert ex.note == "client disconnected mid-stream"
+    assert ex.response.status == 200
+    got = ex.response.body()
+    assert got.startswith(CHUNKS[0]) and got != b"".join(CHUNKS)
+    assert up.disconnected.wait(5), "the proxy did not close the upstream after the client left"
+
+
+def test_unreachable_upstream_answers_502_and_is_recorded(tmp_path):
+    path = tmp_path / "down.json"
+    rec = CaptureRecorder(CaseInfo("down"), path)
+    with serve_proxy_in_thread("http://127.0.0.1:9", rec) as proxy:
+        r = httpx.post(proxy + "/v1/messages", json={"x": 1}, timeout=10)
+    assert r.status_code == 502
+    assert r.json()["type"] == "error"
+    ex = load_capture(path).exchanges[0]
+    assert ex.response.status == 502 and ex.note.startswith("upstream unreachable")
+
+
+@pytest.mark.parametrize("ua,expected", [
+    ("claude-cli/2.1.197 (external, sdk-cli)", ("claude-code", "2.1.197")),
+    ("opencode/1.18.33 ai-sdk/provider-utils/4.0.23 runtime/bun/1.3.14", ("opencode", "1.18.33")),
+    ("curl/8.0", None),
+])
+def test_client_is_inferred_from_user_agent(ua, expected):
+    assert infer_client(ua) == expected
