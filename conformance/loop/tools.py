@@ -1,0 +1,295 @@
+"""The real clients' tools as the loop knows them: names, argument names and schemas.
+
+Rules:
+- Facts measured on this machine from the first request of each client (Claude Code 2.1.197,
+  opencode 1.18.33) against a loopback server; older releases add tools (Claude Code's Glob,
+  Grep and LS; opencode's list) that the sandbox implements as well. The loop never offers tools
+  itself: the captured request's own `tools` array is what the model sees. These tables name
+  which dialect runs which client's tools and give the schemas the self-tests compare against.
+- One dialect, one client: the Anthropic wire is driven as Claude Code drives it, the OpenAI
+  chat wire as opencode drives it.
+"""
+
+from __future__ import annotations
+
+CLIENT_FOR_API = {"anthropic": "claude-code", "openai": "opencode"}
+API_FOR_CLIENT = {v: k for k, v in CLIENT_FOR_API.items()}
+
+# Tool names each client offers that the sandbox implements (current + older releases).
+SANDBOX_TOOLS = {
+    "claude-code": ("Read", "Write", "Edit", "Bash", "Glob", "Grep", "LS"),
+    "opencode": ("read", "write", "edit", "bash", "glob", "grep", "list"),
+}
+
+# The path argument of each file tool, per client.
+PATH_ARGUMENT = {"claude-code": "file_path", "opencode": "filePath"}
+
+# input_schema / parameters as sent on the wire (long descriptions shortened).
+SCHEMAS = {
+    "claude-code": {
+        "Bash": {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "properties": {
+                "command": {
+                    "description": "The command to execute",
+                    "type": "string"
+                },
+                "timeout": {
+                    "description": "Optional timeout in milliseconds (max 600000)",
+                    "type": "number"
+                },
+                "description": {
+                    "description": "Clear, concise description of what this command does in active voice. Never use words like \"complex\" or \"risk\" in...",
+                    "type": "string"
+                },
+                "run_in_background": {
+                    "description": "Set to True to run this command in the background.",
+                    "type": "boolean"
+                },
+                "dangerouslyDisableSandbox": {
+                    "description": "Set this to True to dangerously override sandbox mode and run commands without sandboxing.",
+                    "type": "boolean"
+                }
+            },
+            "required": [
+                "command"
+            ],
+            "additionalProperties": False
+        },
+        "Edit": {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "properties": {
+                "file_path": {
+                    "description": "The absolute path to the file to modify",
+                    "type": "string"
+                },
+                "old_string": {
+                    "description": "The text to replace",
+                    "type": "string"
+                },
+                "new_string": {
+                    "description": "The text to replace it with (must be different from old_string)",
+                    "type": "string"
+                },
+                "replace_all": {
+                    "description": "Replace all occurrences of old_string (default False)",
+                    "default": False,
+                    "type": "boolean"
+                }
+            },
+            "required": [
+                "file_path",
+                "old_string",
+                "new_string"
+            ],
+            "additionalProperties": False
+        },
+        "Read": {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "properties": {
+                "file_path": {
+                    "description": "The absolute path to the file to read",
+                    "type": "string"
+                },
+                "offset": {
+                    "description": "The line number to start reading from. Only provide if the file is too large to read at once",
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": 9007199254740991
+                },
+                "limit": {
+                    "description": "The number of lines to read. Only provide if the file is too large to read at once.",
+                    "type": "integer",
+                    "exclusiveMinimum": 0,
+                    "maximum": 9007199254740991
+                },
+                "pages": {
+                    "description": "Page range for PDF files (e.g., \"1-5\", \"3\", \"10-20\"). Only applicable to PDF files. Maximum 20 pages per request.",
+                    "type": "string"
+                }
+            },
+            "required": [
+                "file_path"
+            ],
+            "additionalProperties": False
+        },
+        "Write": {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "properties": {
+                "file_path": {
+                    "description": "The absolute path to the file to write (must be absolute, not relative)",
+                    "type": "string"
+                },
+                "content": {
+                    "description": "The content to write to the file",
+                    "type": "string"
+                }
+            },
+            "required": [
+                "file_path",
+                "content"
+            ],
+            "additionalProperties": False
+        }
+    },
+    "opencode": {
+        "bash": {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "properties": {
+                "command": {
+                    "type": "string",
+                    "description": "The command to execute"
+                },
+                "timeout": {
+                    "minimum": -9007199254740991,
+                    "exclusiveMinimum": 0,
+                    "type": "integer",
+                    "maximum": 9007199254740991,
+                    "description": "Optional timeout in milliseconds"
+                },
+                "workdir": {
+                    "type": "string",
+                    "description": "The working directory to run the command in. Defaults to the current directory. Use this instead of 'cd' commands."
+                }
+            },
+            "required": [
+                "command"
+            ]
+        },
+        "edit": {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "properties": {
+                "filePath": {
+                    "type": "string",
+                    "description": "The absolute path to the file to modify"
+                },
+                "oldString": {
+                    "type": "string",
+                    "description": "The text to replace"
+                },
+                "newString": {
+                    "type": "string",
+                    "description": "The text to replace it with (must be different from oldString)"
+                },
+                "replaceAll": {
+                    "type": "boolean",
+                    "description": "Replace all occurrences of oldString (default False)"
+                }
+            },
+            "required": [
+                "filePath",
+                "oldString",
+                "newString"
+            ]
+        },
+        "glob": {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "properties": {
+                "pattern": {
+                    "type": "string",
+                    "description": "The glob pattern to match files against"
+                },
+                "path": {
+                    "type": "string",
+                    "description": "The directory to search in. If not specified, the current working directory will be used. IMPORTANT: Omit this field..."
+                }
+            },
+            "required": [
+                "pattern"
+            ]
+        },
+        "grep": {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "properties": {
+                "pattern": {
+                    "type": "string",
+                    "description": "The regex pattern to search for in file contents"
+                },
+                "path": {
+                    "type": "string",
+                    "description": "The directory to search in. Defaults to the current working directory."
+                },
+                "include": {
+                    "type": "string",
+                    "description": "File pattern to include in the search (e.g. \"*.js\", \"*.{ts,tsx}\")"
+                }
+            },
+            "required": [
+                "pattern"
+            ]
+        },
+        "read": {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "properties": {
+                "filePath": {
+                    "type": "string",
+                    "description": "The absolute path to the file or directory to read"
+                },
+                "offset": {
+                    "minimum": 0,
+                    "type": "integer",
+                    "maximum": 9007199254740991,
+                    "description": "The line number to start reading from (1-indexed)"
+                },
+                "limit": {
+                    "minimum": 0,
+                    "type": "integer",
+                    "maximum": 9007199254740991,
+                    "description": "The maximum number of lines to read (defaults to 2000)"
+                }
+            },
+            "required": [
+                "filePath"
+            ]
+        },
+        "write": {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "properties": {
+                "content": {
+                    "type": "string",
+                    "description": "The content to write to the file"
+                },
+                "filePath": {
+                    "type": "string",
+                    "description": "The absolute path to the file to write (must be absolute, not relative)"
+                }
+            },
+            "required": [
+                "content",
+                "filePath"
+            ]
+        }
+    }
+}
+
+
+def offered_tool_names(api: str, body: dict) -> list[str]:
+    """Names of the tools a request body offers, in either dialect."""
+    names = []
+    for t in body.get("tools") or []:
+        if api == "openai":
+            names.append((t.get("function") or {}).get("name", ""))
+        else:
+            names.append(t.get("name", ""))
+    return names
+
+
+def offered_schema(api: str, body: dict, name: str) -> dict | None:
+    for t in body.get("tools") or []:
+        if api == "openai":
+            fn = t.get("function") or {}
+            if fn.get("name") == name:
+                return fn.get("parameters")
+        elif t.get("name") == name:
+            return t.get("input_schema")
+    return None
