@@ -230,6 +230,8 @@ class StreamMachine:
             self._v(_C + "error_event", f"the server sent an error payload: {json.dumps(data.get('error'))[:300]}",
                     ev, "error", expected="no error payload", seen=ev.data[:300])
             return
+        if kind == "empty":
+            return  # e.g. Azure's prompt-filter chunk: not a completion chunk, nothing to judge
         for ptr, msg, expected, seen in schema_problems("openai.chunk", data):
             check_id = check_for_pointer(SCHEMA_CHECKS, "chunk", ptr, _C + "chunk_schema")
             self._v(check_id, f"chunk: {msg}", ev, kind, expected=expected, seen=seen, pointer=ptr)

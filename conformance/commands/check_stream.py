@@ -1,0 +1,93 @@
+"""`conformance check-stream FILE --protocol anthropic|openai [--json]`: judge a saved response body.
+
+Rules:
+- FILE is a raw response body as saved by `curl -N`, a proxy or a capture: an SSE stream is
+  judged by the protocol's stream state machine. A JSON body is judged as a non-stream response,
+  or, with `--status` >= 400, as an error body (envelope and status). `-` reads stdin.
+- `--request REQUEST.json` supplies the request body the stream answered: OpenAI rules depend on
+  it (tool_choice, stream_options.include_usage).
+- Exit 0: no error (warnings and notes allowed); 1: errors found; 2: bad usage or an unreadable
+  file, with a message that says what, why and how to fix.
+- Output is the one formatter (`format_violation`) or, with --json, the violations as data.
+"""
+
+from __future__ import annotations
+
+import sys
+
+NAME = "check-stream"
+HELP = "validate a saved SSE stream (or JSON/error body) against the Anthropic or OpenAI wire rules"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("file", metavar="FILE", help="raw response bytes (SSE as saved by `curl -N`), or - for stdin")
+    parser.add_argument("--protocol", required=True, choices=("anthropic", "openai"),
+                        help="which wire the body is on")
+    parser.add_argument("--request", metavar="REQUEST.json",
+                        help="the request body (OpenAI: tool_choice and stream_options change the rules)")
+    parser.add_argument("--status", type=int, default=200,
+                        help="HTTP status of the response (>= 400 judges FILE as an error body; default 200)")
+    parser.add_argument("--json", action="store_true", help="print the verdict and violations as JSON")
+
+
+def _fail(msg: str) -> int:
+    print(f"conformance check-stream: {msg}", file=sys.stderr)
+    return 2
+
+
+def run(args) -> int:
+    import json
+    from pathlib import Path
+
+    from conformance.failures import format_violation
+
+    try:
+        body = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
+    except OSError as exc:
+        return _fail(f"cannot read {args.file}: {exc.strerror or exc}. Pass the path of a file holding the raw "
+                     "response bytes (e.g. saved with `curl -N ... > stream.sse`).")
+    request = None
+    if args.request:
+        try:
+            request = json.loads(Path(args.request).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            return _fail(f"cannot use --request {args.request}: {exc}. It must be the JSON request body.")
+        if not isinstance(request, dict):
+            return _fail(f"--request {args.request} is not a JSON object; pass the request body.")
+    if not 100 <= args.status <= 599:
+        return _fail(f"--status {args.status} is not an HTTP status code (100-599).")
+
+    if args.protocol == "anthropic":
+        from conformance.protocols import anthropic as proto
+    else:
+        from conformance.protocols import openai as proto
+
+    head = body.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
+    complete = None
+    if args.status >= 400:
+        kind = "error"
+        violations = proto.check_error(args.status, body)
+        events = None
+    elif head in (b"{", b"["):
+        kind = "response"
+        _message, violations = proto.check_response(body, request=request)
+        events = None
+    else:
+        kind = "stream"
+        report = proto.check_stream(body, request=request)
+        violations, events, complete = report.violations, len(report.events), report.complete
+
+    errors = [v for v in violations if v.is_error]
+    if args.json:
+        print(json.dumps({
+            "file": args.file, "protocol": args.protocol, "kind": kind, "events": events, "complete": complete,
+            "ok": not errors, "errors": len(errors), "violations": [v.to_dict() for v in violations],
+        }, indent=1, ensure_ascii=False))
+    else:
+        what = f"{events} events" if kind == "stream" else f"{kind} body, HTTP {args.status}"
+        for v in violations:
+            print(format_violation(v))
+        warnings = len(violations) - len(errors)
+        verdict = "FAIL" if errors else "ok"
+        print(f"{verdict}: {args.file} ({args.protocol}, {what}): {len(errors)} error(s), {warnings} warning(s)/note(s)")
+    return 1 if errors else 0
