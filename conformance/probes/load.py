@@ -1,0 +1,344 @@
+"""Concurrency acceptance: the captured requests and scenario first turns, N at a time and as a ramp.
+
+Rules:
+- One request is not an acceptance test. The workload (every captured model request of the
+  target's dialect, plus the first turn of every bundled scenario) runs at each level of the ramp
+  1, 2, 4, ... N (or only at N), `rounds` requests per slot, and every exchange is judged by the
+  suite's one judge (`common.judge` -> `check_exchange`).
+- A level fails when any exchange fails; the verdict names the level and what broke there, as
+  counts of kinds: 5xx, 4xx refusal, dropped stream, malformed events, deadline exceeded (hang),
+  connection refused; and whether the target is gone (the engine process exited, or nothing answers).
+- Fail fast: once a level fails the ramp stops; if the target is gone before the ramp starts the
+  probe fails at once. The run stays bounded by the target's deadlines.
+- Figures per level (info; the machines are shared, so figures are relative): aggregate output
+  tokens/s over the level's wall time, and time-to-first-content p50/p95. Each request carries its
+  own salt at the start of the system prompt, so no prefix cache or router cache serves it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from conformance.checks import registry
+from conformance.failures import Violation
+from conformance.probes.common import (
+    ProbeOutcome,
+    Target,
+    build_request,
+    describe_exchange,
+    judge,
+    output_tokens,
+    percentile,
+    rounded,
+    salt_body,
+    send,
+    target_gone,
+)
+from conformance.transport import RawExchange
+
+# Checks whose failure means the stream ended early (a dropped stream, not a malformed one).
+_INCOMPLETE = ("anthropic.stream.complete", "openai.stream.done", "sse.stream.ends_mid_event")
+_GRAMMAR_PREFIXES = ("sse.", "anthropic.stream.", "openai.stream.", "anthropic.response.", "openai.response.")
+
+
+@dataclass
+class WorkItem:
+    name: str  # capture id#n or scenario:ID
+    body: dict[str, Any]
+
+
+# Small tool sets in each client's naming, for scenario first turns (the engine maps abstract
+# tools onto offered tools by name, docs/contracts/scenarios.md).
+def _tools(api: str) -> list[dict[str, Any]]:
+    path_prop = "file_path" if api == "anthropic" else "filePath"
+    specs = [
+        ("Read", "Read a file", {path_prop: {"type": "string"}}, [path_prop]),
+        ("Write", "Write a file", {path_prop: {"type": "string"}, "content": {"type": "string"}}, [path_prop, "content"]),
+        ("Edit", "Replace text in a file",
+         {path_prop: {"type": "string"}, ("old_string" if api == "anthropic" else "oldString"): {"type": "string"},
+          ("new_string" if api == "anthropic" else "newString"): {"type": "string"}},
+         [path_prop, "old_string" if api == "anthropic" else "oldString", "new_string" if api == "anthropic" else "newString"]),
+        ("Bash", "Run a command", {"command": {"type": "string"}}, ["command"]),
+    ]
+    out = []
+    for name, desc, props, required in specs:
+        schema = {"type": "object", "properties": props, "required": required, "additionalProperties": False}
+        if api == "anthropic":
+            out.append({"name": name, "description": desc, "input_schema": schema})
+        else:
+            out.append({"type": "function", "function": {"name": name.lower(), "description": desc, "parameters": schema}})
+    return out
+
+
+def scenario_items(target: Target, scenarios_dir: Path | None = None, max_tokens: int = 1024) -> list[WorkItem]:
+    """The first turn of every bundled scenario, in the target's dialect."""
+    from conformance.data import fixtures_dir
+
+    folder = scenarios_dir or (fixtures_dir() / "scenarios")
+    items = []
+    for path in sorted(Path(folder).glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or data.get("format") != "conformance.scenario":
+            continue  # the schema file and anything else
+        extra: dict[str, Any] = {"tools": _tools(target.api)}
+        if target.api == "openai":
+            extra["tool_choice"] = "auto"
+        body = build_request(target, data["prompt"], max_tokens=max_tokens,
+                             system="You are a coding agent. Working directory: /work/sandbox", extra=extra,
+                             salt="")  # salted per request by run_level
+        items.append(WorkItem(f"scenario:{data['id']}", body))
+    return items
+
+
+def capture_items(target: Target, captures_root: Path | None = None) -> list[WorkItem]:
+    """Every captured model request of the target's dialect, with the model mapped to the target's."""
+    from conformance.captures import iter_capture_files, load_capture
+    from conformance.data import captured_dir
+
+    try:
+        root = captures_root or captured_dir()
+    except FileNotFoundError:
+        return []
+    wanted = "/messages" if target.api == "anthropic" else "/chat/completions"
+    items = []
+    for path in iter_capture_files(root):
+        try:
+            cap = load_capture(path)
+        except ValueError:
+            continue  # not a capture (README, manifest variants): the replay tests report those
+        for n, ex in enumerate(cap.main_exchanges(), 1):
+            if not ex.request.path.rstrip("/").endswith(wanted) or not isinstance(ex.request.body, dict):
+                continue
+            body = dict(ex.request.body, model=target.model)
+            items.append(WorkItem(f"{cap.id}#{n}", body))
+    return items
+
+
+def default_workload(target: Target, *, captures_root: Path | None = None, scenarios_dir: Path | None = None,
+                     include_captures: bool = True, include_scenarios: bool = True) -> list[WorkItem]:
+    items: list[WorkItem] = []
+    if include_captures:
+        items += capture_items(target, captures_root)
+    if include_scenarios:
+        items += scenario_items(target, scenarios_dir)
+    if not items:
+        items.append(WorkItem("probe:short", build_request(target, "Say hello in five words.", max_tokens=64, salt="")))
+    return items
+
+
+def ramp_levels(n: int) -> list[int]:
+    """1, 2, 4, ... below n, then n."""
+    if n < 1:
+        raise ValueError(f"concurrency must be at least 1, got {n}")
+    levels, k = [], 1
+    while k < n:
+        levels.append(k)
+        k *= 2
+    levels.append(n)
+    return levels
+
+
+@dataclass
+class ExchangeRecord:
+    level: int
+    index: int
+    name: str
+    raw: RawExchange
+    violations: list[Violation]
+    kind: str | None  # None = passed; else what broke
+    output_tokens: int | None
+    started: float
+    finished: float
+
+    @property
+    def ttft(self) -> float | None:
+        return self.raw.first_content_at
+
+
+@dataclass
+class LevelStats:
+    level: int
+    records: list[ExchangeRecord] = field(default_factory=list)
+    wall_s: float = 0.0
+    gone: str | None = None
+
+    @property
+    def failures(self) -> list[ExchangeRecord]:
+        return [r for r in self.records if r.kind is not None]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    def what_broke(self) -> dict[str, int]:
+        return dict(Counter(r.kind for r in self.failures))
+
+    def figures(self) -> dict[str, Any]:
+        good = [r for r in self.records if r.kind is None]
+        toks = sum(r.output_tokens or 0 for r in good)
+        ttfts = [r.ttft for r in good if r.ttft is not None]
+        return {
+            "level": self.level,
+            "sent": len(self.records),
+            "ok": len(good),
+            "wall_s": rounded(self.wall_s),
+            "output_tokens": toks,
+            "output_tokens_per_s": rounded(toks / self.wall_s if self.wall_s > 0 else None, 1),
+            "ttft_p50_s": rounded(percentile(ttfts, 50)),
+            "ttft_p95_s": rounded(percentile(ttfts, 95)),
+            "what_broke": self.what_broke(),
+        }
+
+
+def classify(raw: RawExchange, violations: list[Violation]) -> str | None:
+    """What broke in one exchange, as a short kind; None when it passed."""
+    if raw.error_kind == "connect":
+        return "connection refused"
+    if raw.error_kind in ("deadline_first_byte", "deadline_first_content", "deadline_total"):
+        return "deadline exceeded (hang)"
+    if raw.error_kind == "read":
+        return "dropped stream"
+    if raw.error_kind is not None:
+        return f"transport error ({raw.error_kind})"
+    if raw.status is not None and raw.status >= 500:
+        return "5xx"
+    if raw.status is not None and raw.status >= 400:
+        return "4xx refusal"
+    errs = [v for v in violations if v.is_error]
+    if not errs:
+        return None
+    if any(v.check_id in _INCOMPLETE for v in errs):
+        return "dropped stream"
+    if any(v.check_id.startswith(_GRAMMAR_PREFIXES) for v in errs):
+        return "malformed events"
+    return "invalid exchange (" + ", ".join(sorted({v.check_id for v in errs})) + ")"
+
+
+async def run_level(target: Target, items: list[WorkItem], level: int, *, rounds: int = 1) -> LevelStats:
+    """`level` requests in flight at once, `level * rounds` in all, every exchange judged."""
+    stats = LevelStats(level)
+    sem = asyncio.Semaphore(level)
+    total = level * rounds
+    t0 = time.monotonic()
+    limits = httpx.Limits(max_connections=level + 2, max_keepalive_connections=level + 2)
+    timeout = httpx.Timeout(target.deadlines.total, connect=target.deadlines.connect)
+    async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
+
+        async def one(i: int) -> ExchangeRecord:
+            item = items[i % len(items)]
+            # a salt per request: the same prompt twice must not be served from a prefix cache
+            body = salt_body(item.body, target.api, f"{target.salt}-c{level}-{i}")
+            async with sem:
+                started = time.monotonic() - t0
+                raw = await send(target, body, client=client)
+                finished = time.monotonic() - t0
+            judged = await asyncio.to_thread(judge, raw, body, target.api)
+            violations = [v.at(exchange=f"concurrency {level}, request {i + 1} ({item.name})")
+                          for v in judged.violations]
+            kind = classify(raw, violations)
+            return ExchangeRecord(level, i, item.name, raw, violations, kind,
+                                  output_tokens(judged.message, target.api), started, finished)
+
+        stats.records = list(await asyncio.gather(*(one(i) for i in range(total))))
+    stats.wall_s = time.monotonic() - t0
+    if not stats.ok:
+        stats.gone = await target_gone(target)
+    return stats
+
+
+@dataclass
+class LoadReport:
+    concurrency: int
+    levels_planned: list[int]
+    levels: list[LevelStats]
+    gone_before: str | None = None
+
+    @property
+    def broke_at(self) -> int | None:
+        for s in self.levels:
+            if not s.ok:
+                return s.level
+        return None
+
+    def acceptance(self) -> ProbeOutcome:
+        planned = ", ".join(map(str, self.levels_planned))
+        figures = {"concurrency": self.concurrency, "levels_planned": self.levels_planned,
+                   "levels": [s.figures() for s in self.levels]}
+        if self.gone_before:
+            v = registry.violation("load.concurrency_acceptance",
+                                   f"the target is down before the load probe started: {self.gone_before}",
+                                   expected="a live target", seen=self.gone_before)
+            return ProbeOutcome("load.concurrency_acceptance", "failed", v.message, [v], figures)
+        broken = next((s for s in self.levels if not s.ok), None)
+        if broken is None:
+            n = sum(len(s.records) for s in self.levels)
+            msg = f"all {n} requests passed at every concurrency level ({planned})"
+            return ProbeOutcome("load.concurrency_acceptance", "passed", msg, [], figures)
+        what = ", ".join(f"{count} {kind}" for kind, count in sorted(broken.what_broke().items(), key=lambda kv: -kv[1]))
+        passed_levels = [s.level for s in self.levels if s.ok]
+        where = ("already with a single request in flight (not a load problem alone)" if broken.level == 1
+                 else f"at concurrency {broken.level} (ramp {planned}; passed at {', '.join(map(str, passed_levels)) or 'none'})")
+        msg = f"broke {where}: {len(broken.failures)} of {len(broken.records)} requests failed: {what}"
+        if broken.gone:
+            msg += f"; {broken.gone}"
+        first = broken.failures[0]
+        headline = registry.violation(
+            "load.concurrency_acceptance", msg,
+            expected=f"every request accepted and well-formed at concurrency {broken.level}",
+            seen=f"first failure: {first.name}: {first.kind} ({describe_exchange(first.raw)})",
+            exchange=f"concurrency {broken.level}",
+        )
+        underlying: list[Violation] = []
+        for rec in broken.failures[:5]:  # the first few exchange violations travel with the verdict
+            underlying.extend(rec.violations[:3])
+        figures["broke_at"] = broken.level
+        figures["what_broke"] = broken.what_broke()
+        figures["target_gone"] = broken.gone
+        return ProbeOutcome("load.concurrency_acceptance", "failed", msg, [headline, *underlying], figures)
+
+    def throughput(self) -> ProbeOutcome:
+        rows = [s.figures() for s in self.levels]
+        parts = [f"c={r['level']}: {r['output_tokens_per_s']} tok/s, TTFT p50 {r['ttft_p50_s']}s p95 {r['ttft_p95_s']}s"
+                 for r in rows]
+        return ProbeOutcome("load.throughput", "info", "; ".join(parts) or "no level ran", [], {"levels": rows})
+
+    def table(self) -> str:
+        """A plain-text table of the levels (for logs and docs)."""
+        lines = ["level  sent  ok  wall_s  out_tok/s  ttft_p50  ttft_p95  broke"]
+        for s in self.levels:
+            f = s.figures()
+            lines.append(f"{f['level']:>5}  {f['sent']:>4}  {f['ok']:>2}  {f['wall_s']!s:>6}  "
+                         f"{f['output_tokens_per_s']!s:>9}  {f['ttft_p50_s']!s:>8}  {f['ttft_p95_s']!s:>8}  "
+                         f"{f['what_broke'] or ''}")
+        return "\n".join(lines)
+
+
+async def concurrency_probe(
+    target: Target,
+    concurrency: int = 4,
+    *,
+    ramp: bool = True,
+    rounds: int = 1,
+    items: list[WorkItem] | None = None,
+) -> LoadReport:
+    """Run the workload at each level; stop at the first level that breaks."""
+    levels = ramp_levels(concurrency) if ramp else [concurrency]
+    report = LoadReport(concurrency, levels, [])
+    report.gone_before = await target_gone(target)
+    if report.gone_before:
+        return report
+    work = items or default_workload(target)
+    for level in levels:
+        stats = await run_level(target, work, level, rounds=rounds)
+        report.levels.append(stats)
+        if not stats.ok:
+            break  # fail fast: the level that broke is the verdict
+    return report
