@@ -1,0 +1,84 @@
+"""`conformance engine`: run the reference engine (a deterministic, spec-faithful scripted LLM server).
+
+Prints exactly one line, `listening on http://HOST:PORT`, once it accepts connections; runs
+until SIGINT/SIGTERM and then stops cleanly (exit 0). Bad arguments exit 2 with a message.
+"""
+
+from __future__ import annotations
+
+NAME = "engine"
+HELP = "run the reference engine (scripted, deterministic LLM server) with optional faults"
+DESCRIPTION = (
+    "Run the reference engine: /v1/messages, /v1/messages/count_tokens, /v1/chat/completions, "
+    "/v1/responses, /v1/models, /health. Prints `listening on http://HOST:PORT` when ready. "
+    "See docs/engine.md."
+)
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8400, help="port (0 = a free one; default 8400)")
+    parser.add_argument("--model", default=None, help="model name served and advertised (default reference-model)")
+    parser.add_argument("--fault", action="append", default=[], metavar="NAME",
+                        help="switch a fault on (repeatable; `conformance faults` lists them)")
+    parser.add_argument("--max-context", type=int, default=None, metavar="TOKENS",
+                        help="context limit in engine tokens (default 131072)")
+    parser.add_argument("--scenarios", default=None, metavar="DIR",
+                        help="folder of scenario files (default: the bundled fixtures/scenarios)")
+
+
+def run(args) -> int:
+    import asyncio
+    import signal
+    import sys
+
+    from aiohttp import web
+
+    from conformance.engine import faults as F
+    from conformance.engine.scenarios import ScenarioError
+    from conformance.engine.server import DEFAULT_MAX_CONTEXT, DEFAULT_MODEL, EngineConfig, build_app
+
+    try:
+        faults = F.validate(args.fault)
+    except F.UnknownFault as e:
+        print(f"conformance engine: {e}", file=sys.stderr)
+        return 2
+    max_context = args.max_context if args.max_context is not None else DEFAULT_MAX_CONTEXT
+    if max_context < 1:
+        print("conformance engine: --max-context must be a positive number of tokens", file=sys.stderr)
+        return 2
+    config = EngineConfig(model=args.model or DEFAULT_MODEL, faults=faults, max_context=max_context,
+                          scenarios_dir=args.scenarios, exit_on_crash=True)
+    try:
+        app = build_app(config)
+    except ScenarioError as e:
+        print(f"conformance engine: {e}", file=sys.stderr)
+        return 2
+
+    async def serve() -> None:
+        runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=2.0)
+        await runner.setup()
+        site = web.TCPSite(runner, args.host, args.port)
+        try:
+            await site.start()
+        except OSError as e:
+            await runner.cleanup()
+            raise SystemExit(f"conformance engine: cannot listen on {args.host}:{args.port}: {e}") from e
+        port = site._server.sockets[0].getsockname()[1]
+        host = args.host if ":" not in args.host else f"[{args.host}]"
+        print(f"listening on http://{host}:{port}", flush=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        await runner.cleanup()
+
+    try:
+        asyncio.run(serve())
+    except SystemExit as e:
+        if isinstance(e.code, str):
+            print(e.code, file=sys.stderr)
+            return 2
+        raise
+    return 0

@@ -1,0 +1,207 @@
+"""What the engine "generates" for a conversation: thinking, text and tool calls, then the limits.
+
+Rules:
+- A matching scenario plays its next turn (scenarios.py). Otherwise the plain answers below, in
+  this order, all deterministic:
+  1. a forced tool choice with no scenario -> one call of the forced (or first) tool, arguments
+     filled from its schema;
+  2. needle recall: when the last user text mentions a "secret phrase" / "needle" / "passphrase",
+     the answer is `The secret phrase is X.` with X taken from the first sentence of the form
+     `The secret phrase is X.` (also `secret code/word/password/passphrase`, `needle: X`; quotes
+     optional) anywhere in the prompt; `I found no secret phrase in the prompt.` otherwise;
+  3. `repeat|say|echo [exactly|back|verbatim]: TEXT` -> TEXT;
+  4. `count from A to B` -> `A, A+1, ..., B`;
+  5. a request for a long answer (`long answer`, `long essay`, `long story`, `at least N words`)
+     -> LONG_ANSWER_SENTENCES numbered sentences (about 5,000 tokens: it hits a smaller max_tokens);
+  6. otherwise DEFAULT_ANSWER.
+- Limits, in order: stop sequences cut the text at the earliest match (stop_reason stop_sequence
+  and the matched string; later tool calls are not emitted); the output budget
+  (min(max_tokens, context left, output-cap)) truncates thinking, then text, at a token end, and
+  drops tool calls that do not fit whole (stop_reason max_tokens).
+- `thinking` is produced only when the request enabled it (Anthropic enabled/adaptive, OpenAI a
+  reasoning effort other than none).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from conformance.engine import faults as F
+from conformance.engine import scenarios as S
+from conformance.engine import tokenizer
+from conformance.engine.conversation import Conversation, compact_json
+
+DEFAULT_ANSWER = (
+    "Hello! This is the reference engine. No scripted task matched, so here is a plain answer: "
+    "one two three four five six seven eight nine ten. Done."
+)
+DEFAULT_THINKING = "The request has no scripted task; I answer plainly."
+LONG_ANSWER_SENTENCES = 600
+
+_NEEDLE_ASK = re.compile(r"secret\s+(?:phrase|code|word|password|passphrase)|\bneedle\b|\bpassphrase\b", re.I)
+_NEEDLE = re.compile(
+    r"(?:\bsecret\s+(?:phrase|code|word|password|passphrase)|\bpassphrase|\bneedle)\s*(?:is|:|=)\s*:?\s*"
+    r"[\"'“‘`]?([^\"'”’`\n]+?)[\"'”’`]?\s*(?:\.(?:\s|$)|\n|$)",
+    re.I,
+)
+_ECHO = re.compile(r"\b(?:repeat|say|echo|reply with)(?:\s+(?:exactly|back|verbatim|only))*\s*:\s*(.+)", re.I | re.S)
+_COUNT = re.compile(r"\bcount\s+from\s+(-?\d+)\s+to\s+(-?\d+)", re.I)
+_LONG = re.compile(r"\blong\s+(?:answer|essay|story|text|reply|response)\b|\bat\s+least\s+\d+\s+words\b", re.I)
+
+
+@dataclass
+class Reply:
+    thinking: str | None = None
+    text: str = ""
+    calls: list[tuple[str, dict]] = field(default_factory=list)
+    stop_reason: str = "end_turn"  # Anthropic names; routes map them
+    stop_sequence: str | None = None
+    output_tokens: int = 0
+    scenario: str | None = None
+
+
+@dataclass
+class Context:
+    faults: frozenset
+    scenarios: list
+    max_context: int
+    prompt_tokens: int
+
+
+def last_user_text(conv: Conversation) -> str:
+    for m in reversed(conv.messages):
+        if m.role == "user" and m.texts:
+            return "\n".join(m.texts)
+    return ""
+
+
+def _needle_answer(conv: Conversation, faults) -> str:
+    hay = conv.haystack()
+    if "context-truncated" in faults and len(hay) > 400:
+        hay = hay[len(hay) // 4:]  # the silent drop of the prompt's start
+    m = _NEEDLE.search(hay)
+    if not m:
+        return "I found no secret phrase in the prompt."
+    return f"The secret phrase is {m.group(1).strip()}."
+
+
+def _long_answer() -> str:
+    return " ".join(f"This is sentence {i} of the long answer." for i in range(1, LONG_ANSWER_SENTENCES + 1))
+
+
+def _plain_text(conv: Conversation, faults) -> str:
+    q = last_user_text(conv)
+    if _NEEDLE_ASK.search(q):
+        return _needle_answer(conv, faults)
+    m = _ECHO.search(q)
+    if m:
+        return m.group(1).strip().strip("\"'“”").strip()
+    m = _COUNT.search(q)
+    if m:
+        a, b = int(m.group(1)), int(m.group(2))
+        if abs(b - a) <= 100000:
+            step = 1 if b >= a else -1
+            return ", ".join(str(i) for i in range(a, b + step, step))
+    if _LONG.search(q):
+        return _long_answer()
+    return DEFAULT_ANSWER
+
+
+def _forced_call(conv: Conversation) -> list[tuple[str, dict]]:
+    if conv.tool_choice not in ("any", "tool") or not conv.tools:
+        return []
+    tool = conv.tools[0]
+    if conv.tool_choice == "tool":
+        tool = next((t for t in conv.tools if t.name == conv.tool_choice_name), tool)
+    return [(tool.name, S.fill_object(tool.schema))]
+
+
+def _reasoning_filler(tokens: int) -> str:
+    parts, n, i = [], 0, 0
+    while n < tokens:
+        i += 1
+        s = f"Let me reconsider step {i} of the problem once more before answering. "
+        parts.append(s)
+        n += tokenizer.count(s)
+    return tokenizer.truncate("".join(parts), tokens)
+
+
+def plan(conv: Conversation, ctx: Context) -> Reply:
+    budget = max(0, ctx.max_context - ctx.prompt_tokens)
+    if conv.max_tokens is not None:
+        budget = min(budget, conv.max_tokens)
+    if "output-cap" in ctx.faults:
+        budget = min(budget, F.OUTPUT_CAP_TOKENS)
+
+    if "unbounded-reasoning" in ctx.faults:
+        thinking = _reasoning_filler(budget)
+        return Reply(thinking=thinking, stop_reason="max_tokens", output_tokens=tokenizer.count(thinking))
+
+    thinking = None
+    text = ""
+    calls: list[tuple[str, dict]] = []
+    scenario_id = None
+    match = S.find(ctx.scenarios, conv) if ctx.scenarios else None
+    turn = S.plan(match, conv) if match else None
+    if turn is not None and turn.calls and conv.tool_choice == "none":
+        turn = None
+    if turn is not None:
+        scenario_id = turn.scenario
+        thinking = turn.thinking
+        text = turn.text or ""
+        calls = turn.calls
+    else:
+        calls = _forced_call(conv)
+        if not calls:
+            text = _plain_text(conv, ctx.faults)
+    if conv.thinking:
+        thinking = thinking or DEFAULT_THINKING
+    else:
+        thinking = None
+
+    reply = Reply(scenario=scenario_id)
+    used = 0
+    if thinking is not None:
+        t = tokenizer.count(thinking)
+        if t > budget:
+            reply.thinking = tokenizer.truncate(thinking, budget)
+            reply.stop_reason = "max_tokens"
+            reply.output_tokens = tokenizer.count(reply.thinking)
+            return reply
+        reply.thinking = thinking
+        used += t
+
+    if text and conv.stop:
+        hits = [(text.find(s), s) for s in conv.stop if s and s in text]
+        if hits:
+            pos, seq = min(hits)
+            reply.text = text[:pos]
+            reply.stop_reason = "stop_sequence"
+            reply.stop_sequence = seq
+            used += tokenizer.count(reply.text)
+            if used > budget:
+                reply.text = tokenizer.truncate(reply.text, budget - (used - tokenizer.count(reply.text)))
+                reply.stop_reason, reply.stop_sequence = "max_tokens", None
+            reply.output_tokens = min(used, budget)
+            return reply
+    if text:
+        t = tokenizer.count(text)
+        if used + t > budget:
+            reply.text = tokenizer.truncate(text, budget - used)
+            reply.stop_reason = "max_tokens"
+            reply.output_tokens = used + tokenizer.count(reply.text)
+            return reply
+        reply.text = text
+        used += t
+    for name, args in calls:
+        c = tokenizer.count(name) + tokenizer.count(compact_json(args))
+        if used + c > budget:
+            reply.stop_reason = "max_tokens"
+            break
+        reply.calls.append((name, args))
+        used += c
+    if reply.stop_reason != "max_tokens":
+        reply.stop_reason = "tool_use" if reply.calls else "end_turn"
+    reply.output_tokens = used
+    return reply

@@ -1,0 +1,307 @@
+"""Scenario player: recognise a scripted task in a conversation and build the next assistant turn.
+
+Rules (docs/contracts/scenarios.md; this is the engine's own loader, sharing no code with the
+loop driver):
+- The trigger is searched (case-insensitive) only in user-authored text: the text of `user`
+  messages, never system text and never tool results. The *last* user message that matches is
+  the triggering one; turn k is played when k-1 assistant messages follow it.
+- An abstract tool kind maps to an offered tool by name (case-insensitive); its abstract
+  arguments map to the schema's property names; other required properties are filled from the
+  schema (default, first enum value, else a value of the declared type).
+- Relative paths are joined onto the working directory named in the system text
+  (`Working directory: /x`); without one they stay relative.
+- Templates are evaluated over tool results only (never over the driver's variables). Tool result
+  text is cleaned first: `<system-reminder>` blocks, file wrappers (`<file>`, `<content>`,
+  `<path>`, `<type>`), "(End of file ...)" notes and line-number prefixes (`   1→`, `1\t`,
+  `00001| `, `1: `) are removed, so filters see the file's own text.
+- If a turn's tool kind is not offered (e.g. opencode's title request has no tools) the turn
+  cannot be played: `plan()` returns None and the engine answers with plain text.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from conformance.engine.conversation import Conversation, Message, Tool
+
+TOOL_NAMES = {
+    "read": ("read", "read_file", "view"),
+    "write": ("write", "write_file", "create_file"),
+    "edit": ("edit", "edit_file", "str_replace"),
+    "bash": ("bash", "shell", "run_command"),
+    "list": ("list", "ls", "list_dir"),
+    "glob": ("glob",),
+    "grep": ("grep", "search"),
+}
+ARG_NAMES = {
+    "path": ("file_path", "filePath", "path"),
+    "content": ("content",),
+    "old": ("old_string", "oldString", "old_str"),
+    "new": ("new_string", "newString", "new_str"),
+    "command": ("command",),
+    "pattern": ("pattern",),
+}
+PATH_ARGS = ("path",)
+
+_WORKDIR = re.compile(r"Working directory:\s*(\S+)")
+_TEMPLATE = re.compile(r"\{\{\s*([^}|]+?)\s*((?:\|\s*[a-z_]+\s*)*)\}\}")
+_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.S)
+_WRAPPER_LINE = re.compile(r"^\s*(</?(file|content)>|<path>.*</path>|<type>.*</type>)\s*$")
+_NOTE_LINE = re.compile(r"^\s*\((End of file|File has more lines|Output truncated)[^)]*\)\s*$", re.I)
+_LINE_PREFIX = re.compile(r"^\s*\d+(?:→|\t|\| ?|: )")
+
+
+class ScenarioError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Scenario:
+    id: str
+    trigger: re.Pattern
+    script: tuple
+    path: str
+
+
+def load_dir(folder) -> list[Scenario]:
+    """Load every scenario file of `folder` (skipping the schema); raise ScenarioError on a bad one."""
+    out = []
+    for p in sorted(Path(folder).glob("*.json")):
+        if p.name.endswith(".schema.json"):
+            continue
+        try:
+            doc = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise ScenarioError(f"{p}: not readable JSON ({e}); fix the file or point --scenarios elsewhere") from e
+        if not isinstance(doc, dict) or doc.get("format") != "conformance.scenario":
+            raise ScenarioError(f"{p}: not a conformance.scenario file (format field)")
+        try:
+            trig = re.compile(doc["trigger"], re.I)
+            script = tuple(doc["script"])
+            sid = doc["id"]
+        except (KeyError, TypeError, re.error) as e:
+            raise ScenarioError(f"{p}: bad scenario ({e!r}); it needs id, trigger (a regex) and script") from e
+        if not script or not all(isinstance(t, dict) and ("text" in t or "tool_calls" in t) for t in script):
+            raise ScenarioError(f"{p}: every script turn needs `text` or `tool_calls`")
+        out.append(Scenario(sid, trig, script, str(p)))
+    return out
+
+
+def default_dir() -> Path:
+    # The engine resolves the bundled fixtures itself (conformance.data holds no judge code).
+    from conformance.data import fixtures_dir
+
+    return fixtures_dir() / "scenarios"
+
+
+# ---- matching -------------------------------------------------------------------------------
+
+
+@dataclass
+class Match:
+    scenario: Scenario
+    turn: int  # 0-based index into script
+    after: list[Message]  # messages after the triggering one
+
+
+def find(scenarios: list[Scenario], conv: Conversation) -> Match | None:
+    msgs = conv.messages
+    for i in range(len(msgs) - 1, -1, -1):
+        m = msgs[i]
+        if m.role != "user" or not m.texts:
+            continue
+        text = "\n".join(m.texts)
+        for sc in scenarios:
+            if sc.trigger.search(text):
+                after = msgs[i + 1:]
+                k = sum(1 for x in after if x.role == "assistant")
+                return Match(sc, k, after)
+    return None
+
+
+# ---- tool mapping ---------------------------------------------------------------------------
+
+
+def map_tool(kind: str, tools: list[Tool]) -> Tool | None:
+    wanted = TOOL_NAMES.get(kind, (kind,))
+    by_name = {t.name.lower(): t for t in tools}
+    for w in wanted:
+        if w in by_name:
+            return by_name[w]
+    return None
+
+
+def fill_value(schema: dict):
+    if not isinstance(schema, dict):
+        return ""
+    if "default" in schema:
+        return schema["default"]
+    if "const" in schema:
+        return schema["const"]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list) and schema[key]:
+            return fill_value(schema[key][0])
+    typ = schema.get("type")
+    if isinstance(typ, list):
+        typ = next((t for t in typ if t != "null"), typ[0] if typ else "string")
+    if typ == "integer":
+        return max(0, int(schema.get("minimum", 0)))
+    if typ == "number":
+        return max(0, schema.get("minimum", 0))
+    if typ == "boolean":
+        return False
+    if typ == "array":
+        return []
+    if typ == "object":
+        return fill_object(schema)
+    return "x" * int(schema.get("minLength", 0)) if schema.get("minLength") else ""
+
+
+def fill_object(schema: dict) -> dict:
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    props = props if isinstance(props, dict) else {}
+    req = schema.get("required") if isinstance(schema, dict) else None
+    return {k: fill_value(props.get(k, {})) for k in (req if isinstance(req, list) else []) if isinstance(k, str)}
+
+
+def build_args(tool: Tool, abstract: dict, workdir: str | None) -> dict:
+    props = tool.schema.get("properties") if isinstance(tool.schema, dict) else None
+    props = props if isinstance(props, dict) else {}
+    args = {}
+    for key, value in abstract.items():
+        if key in PATH_ARGS and workdir and not posixpath.isabs(value):
+            value = posixpath.join(workdir, value)
+        names = ARG_NAMES.get(key, (key,))
+        prop = next((n for n in names if n in props), names[0] if not props else None)
+        if prop is None:
+            prop = key
+        args[prop] = value
+    for k, v in fill_object(tool.schema).items():
+        args.setdefault(k, v)
+    return args
+
+
+def workdir(conv: Conversation) -> str | None:
+    m = _WORKDIR.search(conv.system_text())
+    return m.group(1).rstrip(".,;") if m else None
+
+
+# ---- templates ------------------------------------------------------------------------------
+
+
+def clean_result(text: str) -> str:
+    text = _REMINDER.sub("", text)
+    lines = []
+    for line in text.splitlines():
+        if _WRAPPER_LINE.match(line) or _NOTE_LINE.match(line):
+            continue
+        lines.append(_LINE_PREFIX.sub("", line, count=1))
+    return "\n".join(lines).strip("\n")
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in re.findall(r"-?\d+", text)]
+
+
+def _filter(value, name: str):
+    if name == "lines":
+        return "\n".join(str(v) for v in value) if isinstance(value, list) else str(value)
+    if name == "sum":
+        return sum(value) if isinstance(value, list) else sum(_ints(str(value)))
+    if name == "sum_ints":
+        return sum(_ints(str(value)))
+    if name == "max_int":
+        nums = _ints(str(value))
+        return max(nums) if nums else ""
+    if name == "min_int":
+        nums = _ints(str(value))
+        return min(nums) if nums else ""
+    if name == "upper":
+        return str(value).upper()
+    if name == "lower":
+        return str(value).lower()
+    if name == "strip":
+        return str(value).strip()
+    if name == "first_line":
+        return next((ln for ln in str(value).splitlines() if ln.strip()), "")
+    if name == "count_lines":
+        return sum(1 for ln in str(value).splitlines() if ln.strip())
+    if name == "json":
+        return json.dumps(value)
+    raise ScenarioError(f"unknown template filter {name!r}")
+
+
+def render(template: str, results: list[str], result: str) -> str:
+    def sub(m):
+        expr = m.group(1).strip()
+        if expr == "result":
+            value = result
+        elif expr.startswith("results."):
+            try:
+                value = results[int(expr.split(".", 1)[1])]
+            except (ValueError, IndexError):
+                value = ""
+        else:
+            value = ""  # variables are the driver's; the engine never sees them
+        for f in [f.strip() for f in m.group(2).split("|") if f.strip()]:
+            value = _filter(value, f)
+        return str(value)
+
+    return _TEMPLATE.sub(sub, template)
+
+
+# ---- playing --------------------------------------------------------------------------------
+
+
+@dataclass
+class Turn:
+    thinking: str | None
+    text: str | None
+    calls: list[tuple[str, dict]]  # (offered tool name, arguments)
+    scenario: str
+
+
+def plan(match: Match, conv: Conversation) -> Turn | None:
+    script = match.scenario.script
+    idx = min(match.turn, len(script) - 1)
+    step = script[idx]
+    if match.turn >= len(script) and "text" not in step:
+        return None
+    results_raw = [r.text for m in match.after for r in m.results]
+    results = [clean_result(t) for t in results_raw]
+    result = _previous_first_result(match.after)
+    thinking = render(step["thinking"], results, result) if step.get("thinking") else None
+    if "tool_calls" in step:
+        wd = workdir(conv)
+        calls = []
+        for call in step["tool_calls"]:
+            tool = map_tool(call.get("tool", ""), conv.tools)
+            if tool is None:
+                return None
+            abstract = {k: render(v, results, result) for k, v in (call.get("args") or {}).items()}
+            calls.append((tool.name, build_args(tool, abstract, wd)))
+        return Turn(thinking, None, calls, match.scenario.id)
+    return Turn(thinking, render(step["text"], results, result), [], match.scenario.id)
+
+
+def _previous_first_result(after: list[Message]) -> str:
+    """Text of the tool result answering the first call of the last assistant message."""
+    last_asst = None
+    for i, m in enumerate(after):
+        if m.role == "assistant":
+            last_asst = i
+    if last_asst is None:
+        return ""
+    calls = after[last_asst].calls
+    later = [r for m in after[last_asst + 1:] for r in m.results]
+    if calls:
+        for r in later:
+            if r.id == calls[0].id:
+                return clean_result(r.text)
+    return clean_result(later[0].text) if later else ""

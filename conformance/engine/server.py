@@ -1,0 +1,314 @@
+"""The engine's HTTP server: routing, body limits, the received log, health, models, faults that
+act on the whole request (hang, crash-under-concurrency) and error envelopes.
+
+Rules:
+- Bodies above BODY_LIMIT (32 MiB, Anthropic's documented request size limit) get 413 in the
+  route's envelope; malformed JSON and non-JSON content types get 400; unknown paths 404 and
+  wrong methods 405, in the envelope of the API the path belongs to (`/v1/messages...` is
+  Anthropic, everything else OpenAI). Nothing a client sends, and no client disconnect, stops the
+  server.
+- Error envelopes: Anthropic `{"type":"error","error":{"type","message"}}` with its documented
+  status codes; OpenAI routes follow vLLM's `{"error":{"message","type","param","code"}}`.
+- `GET /_conformance/received[?n=K][&path=PREFIX]` returns the last RECEIVED_KEEP requests
+  (method, path with query, headers with secrets redacted, JSON body); `DELETE` clears it.
+- `crash-under-concurrency`: past CRASH_CONCURRENCY_LIMIT generation requests in flight the
+  process exits (os._exit) when `exit_on_crash` (the CLI); in-thread it aborts every in-flight
+  connection and refuses all later ones, since exiting would kill the host process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+
+from aiohttp import web
+
+from conformance.engine import faults as F
+from conformance.engine.conversation import InvalidRequest
+from conformance.engine.wire import ClientGone, start_sse
+
+DEFAULT_MODEL = "reference-model"
+DEFAULT_MAX_CONTEXT = 131072
+BODY_LIMIT = 32 * 1024 * 1024
+RECEIVED_KEEP = 100
+CRASH_PREFILL_SECONDS = 0.25
+SECRET_HEADERS = {"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie", "set-cookie"}
+SECRET_WORDS = ("key", "token", "secret", "password", "auth")
+
+
+@dataclass
+class EngineConfig:
+    model: str = DEFAULT_MODEL
+    faults: frozenset = frozenset()
+    max_context: int = DEFAULT_MAX_CONTEXT
+    scenarios_dir: str | None = None
+    exit_on_crash: bool = False
+
+
+@dataclass
+class EngineState:
+    config: EngineConfig
+    scenarios: list
+    received: collections.deque = field(default_factory=lambda: collections.deque(maxlen=RECEIVED_KEEP))
+    received_total: int = 0
+    inflight: dict = field(default_factory=dict)  # id(request) -> request
+    dead: bool = False
+
+    @property
+    def faults(self) -> frozenset:
+        return self.config.faults
+
+
+STATE = web.AppKey("engine_state", EngineState)
+
+
+# ---- errors ---------------------------------------------------------------------------------
+
+_OPENAI_TYPES = {400: "BadRequestError", 401: "AuthenticationError", 404: "NotFoundError",
+                 405: "MethodNotAllowedError", 413: "RequestEntityTooLargeError", 500: "InternalServerError"}
+
+
+def error_response(api: str, err: InvalidRequest, faults=frozenset()) -> web.Response:
+    if "error-envelope-wrong" in faults:
+        if api == "anthropic":  # vLLM's old OpenAI-style object on the Anthropic route
+            body = {"object": "error", "message": err.message, "type": "BadRequestError", "param": None,
+                    "code": err.status}
+        else:  # a bare framework error
+            body = {"detail": err.message}
+        return web.json_response(body, status=err.status)
+    if api == "anthropic":
+        body = {"type": "error", "error": {"type": err.kind, "message": err.message}}
+    else:
+        body = {"error": {"message": err.message, "type": _OPENAI_TYPES.get(err.status, "BadRequestError"),
+                          "param": err.param, "code": err.status}}
+    return web.json_response(body, status=err.status)
+
+
+def api_of(path: str) -> str:
+    return "anthropic" if path.startswith("/v1/messages") else "openai"
+
+
+@web.middleware
+async def errors_middleware(request: web.Request, handler):
+    try:
+        return await handler(request)
+    except web.HTTPNotFound:
+        return error_response(api_of(request.path), InvalidRequest(
+            f"Not found: {request.method} {request.path} is not served by the reference engine",
+            status=404, kind="not_found_error"), request.app[STATE].faults)
+    except web.HTTPMethodNotAllowed as e:
+        return error_response(api_of(request.path), InvalidRequest(
+            f"Method {request.method} not allowed on {request.path} (allowed: {', '.join(sorted(e.allowed_methods))})",
+            status=405, kind="invalid_request_error"), request.app[STATE].faults)
+    except web.HTTPException:
+        raise
+    except Exception as e:  # a bug in the engine must not look like a wire-level success or kill it
+        import traceback
+
+        traceback.print_exc()
+        return error_response(api_of(request.path), InvalidRequest(
+            f"reference engine internal error: {e!r}", status=500, kind="api_error"), request.app[STATE].faults)
+
+
+def _redact_headers(headers) -> dict:
+    out = {}
+    for k, v in headers.items():
+        low = k.lower()
+        secret = low in SECRET_HEADERS or any(w in low for w in SECRET_WORDS)
+        out[k] = "[redacted]" if secret else v
+    return out
+
+
+@web.middleware
+async def record_middleware(request: web.Request, handler):
+    state = request.app[STATE]
+    if not request.path.startswith("/_conformance"):
+        entry = {"seq": state.received_total, "t": time.time(), "method": request.method,
+                 "path": request.path_qs, "headers": _redact_headers(request.headers), "body": None}
+        state.received_total += 1
+        state.received.append(entry)
+        request["received_entry"] = entry
+    return await handler(request)
+
+
+async def read_json(request: web.Request) -> dict:
+    """The request body as a JSON object, or InvalidRequest (400/413) saying what is wrong."""
+    if request.content_length is not None and request.content_length > BODY_LIMIT:
+        raise InvalidRequest(
+            f"Request body is {request.content_length} bytes; the limit is {BODY_LIMIT} bytes",
+            status=413, kind="request_too_large")
+    try:
+        raw = await request.read()
+    except web.HTTPRequestEntityTooLarge as e:
+        raise InvalidRequest(f"Request body exceeds the limit of {BODY_LIMIT} bytes",
+                             status=413, kind="request_too_large") from e
+    ctype = request.headers.get("Content-Type", "")
+    entry = request.get("received_entry")
+    mime = ctype.split(";")[0].strip().lower()
+    if mime and mime != "application/json" and not mime.endswith("+json"):
+        if entry is not None:
+            entry["body"] = raw[:65536].decode("utf-8", "replace")
+        raise InvalidRequest(f"Content-Type must be application/json, got {ctype!r}")
+    try:
+        body = json.loads(raw)
+    except (UnicodeDecodeError, ValueError) as e:
+        if entry is not None:
+            entry["body"] = raw[:65536].decode("utf-8", "replace")
+        raise InvalidRequest(f"There was an error parsing the body as JSON: {e}") from e
+    if entry is not None:
+        entry["body"] = body
+    if not isinstance(body, dict):
+        raise InvalidRequest(f"The request body must be a JSON object, got {type(body).__name__}")
+    return body
+
+
+# ---- request lifecycle for generation routes ------------------------------------------------
+
+
+def generation_route(api: str, fn):
+    """Wrap a generation handler: in-flight tracking, crash fault, body parsing, hang faults, errors."""
+
+    async def handler(request: web.Request):
+        state = request.app[STATE]
+        if state.dead:
+            _abort(request)
+            return web.Response(status=500)
+        state.inflight[id(request)] = request
+        try:
+            if "crash-under-concurrency" in state.faults and len(state.inflight) > F.CRASH_CONCURRENCY_LIMIT:
+                _crash(state)
+                return web.Response(status=500)
+            try:
+                body = await read_json(request)
+            except InvalidRequest as e:
+                return error_response(api, e, state.faults)
+            if "crash-under-concurrency" in state.faults:
+                await asyncio.sleep(CRASH_PREFILL_SECONDS)
+                if state.dead:
+                    _abort(request)
+                    return web.Response(status=500)
+            if "hang" in state.faults or "hang-with-pings" in state.faults:
+                return await _hang(request, api, body, state)
+            try:
+                return await fn(request, state, body)
+            except InvalidRequest as e:
+                return error_response(api, e, state.faults)
+            except ClientGone:
+                return web.Response(status=499)
+        finally:
+            state.inflight.pop(id(request), None)
+
+    return handler
+
+
+def _abort(request: web.Request) -> None:
+    tr = request.transport
+    if tr is not None:
+        tr.abort()
+
+
+def _crash(state: EngineState) -> None:
+    n = len(state.inflight)
+    if state.config.exit_on_crash:
+        print(f"reference engine: crash-under-concurrency: {n} requests in flight > "
+              f"{F.CRASH_CONCURRENCY_LIMIT}; exiting", file=sys.stderr, flush=True)
+        os._exit(3)
+    state.dead = True
+    for req in list(state.inflight.values()):
+        _abort(req)
+
+
+async def _hang(request, api, body, state):
+    deadline = time.monotonic() + F.HANG_CAP_SECONDS
+    pings = "hang-with-pings" in state.faults
+    if not body.get("stream"):
+        await asyncio.sleep(F.HANG_CAP_SECONDS)
+        return web.Response(status=504)
+    try:
+        resp = await start_sse(request)
+        while time.monotonic() < deadline:
+            if pings:
+                data = b'event: ping\ndata: {"type":"ping"}\n\n' if api == "anthropic" else b": ping\n\n"
+                await resp.write(data)
+                await asyncio.sleep(F.HANG_PING_INTERVAL)
+            else:
+                await asyncio.sleep(1.0)
+        return resp
+    except (ConnectionError, RuntimeError, ClientGone):
+        return web.Response(status=499)
+
+
+# ---- plain routes ---------------------------------------------------------------------------
+
+
+async def health(request: web.Request):
+    if request.method == "HEAD":
+        return web.Response(status=200)
+    return web.json_response({"status": "ok", "model": request.app[STATE].config.model})
+
+
+def model_card(state: EngineState) -> dict:
+    cfg = state.config
+    advertised = cfg.max_context * 2 if "advertised-context-wrong" in state.faults else cfg.max_context
+    return {"id": cfg.model, "object": "model", "type": "model", "display_name": cfg.model,
+            "created": 0, "created_at": "1970-01-01T00:00:00Z", "owned_by": "conformance",
+            "root": cfg.model, "parent": None, "max_model_len": advertised, "permission": []}
+
+
+async def models(request: web.Request):
+    card = model_card(request.app[STATE])
+    return web.json_response({"object": "list", "data": [card], "has_more": False,
+                              "first_id": card["id"], "last_id": card["id"]})
+
+
+async def model_one(request: web.Request):
+    state = request.app[STATE]
+    if request.match_info["model"] != state.config.model:
+        raise web.HTTPNotFound()
+    return web.json_response(model_card(state))
+
+
+async def received(request: web.Request):
+    state = request.app[STATE]
+    items = list(state.received)
+    prefix = request.query.get("path")
+    if prefix:
+        items = [e for e in items if e["path"].startswith(prefix)]
+    try:
+        n = int(request.query.get("n", len(items)))
+    except ValueError:
+        n = len(items)
+    items = items[-n:] if n > 0 else []
+    return web.json_response({"requests": items, "total": state.received_total})
+
+
+async def received_clear(request: web.Request):
+    request.app[STATE].received.clear()
+    return web.json_response({"cleared": True})
+
+
+def build_app(config: EngineConfig) -> web.Application:
+    from conformance.engine import anthropic_route, openai_route, responses_route
+    from conformance.engine import scenarios as S
+
+    folder = config.scenarios_dir or S.default_dir()
+    state = EngineState(config=config, scenarios=S.load_dir(folder))
+    app = web.Application(client_max_size=BODY_LIMIT, middlewares=[errors_middleware, record_middleware])
+    app[STATE] = state
+    r = app.router
+    r.add_route("GET", "/", health)  # GET also answers HEAD
+    r.add_route("GET", "/health", health)
+    r.add_route("GET", "/v1/models", models)
+    r.add_route("GET", "/v1/models/{model}", model_one)
+    r.add_route("GET", "/_conformance/received", received)
+    r.add_route("DELETE", "/_conformance/received", received_clear)
+    r.add_route("POST", "/v1/messages", generation_route("anthropic", anthropic_route.messages))
+    r.add_route("POST", "/v1/messages/count_tokens", anthropic_route.count_tokens_handler)
+    r.add_route("POST", "/v1/chat/completions", generation_route("openai", openai_route.chat))
+    r.add_route("POST", "/v1/responses", generation_route("openai", responses_route.responses))
+    return app
