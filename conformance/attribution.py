@@ -1,0 +1,262 @@
+"""Layer attribution: did the router or the engine break this exchange?
+
+Rules:
+- Input: the client's request, the verdict the target (the router) got for it, and the URL of
+  the engine behind the router. The request is replayed directly against the engine and judged
+  with the same judge (`check_exchange`, plus any extra judge the caller passes for checks that
+  live outside it, e.g. stream incrementality), then the two verdicts are compared.
+- What is replayed, in order of faithfulness:
+  1. `forwarded`: the body the router actually sent for this exchange, from the engine's (or a
+     recorder's) received log, on the same path — the engine's behaviour on exactly its input;
+  2. `anthropic-direct`: the client's own request on the engine's `/v1/messages`, when it has one;
+  3. `minimal-translation`: `conformance.translation.minimal_openai_request` on
+     `/v1/chat/completions` (documented there).
+- Verdict (`layer`):
+  * `router` — the engine passes: the router introduced the failure;
+  * `engine` — the engine fails with every symptom the target shows (it originated there);
+  * `both` — the engine fails too, but the target shows symptoms the engine does not;
+  * `unknown` — the engine could not be asked (unreachable, nothing to replay), said so.
+  Symptoms compare across dialects: `anthropic.stream.X` and `openai.stream.X` are one symptom,
+  and the rows of SYMPTOMS join rules that are the same failure on the two wires.
+- The Attribution carries both sides' evidence (violations, status, error text, the first bytes
+  of the engine's answer, what was replayed) and can write it into a failure folder.
+
+Where the suite calls it: see docs/layers.md ("Wiring attribution into the suite").
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from conformance.failures import Violation, format_violation
+from conformance.transport import Deadlines, RawExchange
+
+LAYERS = ("router", "engine", "both", "unknown")
+REPLAY_DEADLINES = Deadlines(connect=5, first_content=60, total=120)
+
+# Same failure on the two wires (and the suite-level rule that restates it) -> one symptom.
+SYMPTOMS: dict[str, str] = {
+    "anthropic.stream.tool_input_json": "tool-arguments",
+    "anthropic.response.tool_input_json": "tool-arguments",
+    "openai.stream.tool_arguments_json": "tool-arguments",
+    "openai.stream.tool_arguments_string": "tool-arguments",
+    "openai.response.tool_arguments_json": "tool-arguments",
+    "openai.response.tool_arguments_string": "tool-arguments",
+    "tools.arguments_schema": "tool-arguments",
+    "anthropic.stream.tool_use_stop_reason": "tool-stop-reason",
+    "anthropic.response.tool_use_stop_reason": "tool-stop-reason",
+    "openai.stream.finish_reason_tool_calls": "tool-stop-reason",
+    "openai.response.finish_reason_tool_calls": "tool-stop-reason",
+    "anthropic.stream.complete": "stream-incomplete",
+    "openai.stream.done": "stream-incomplete",
+    "anthropic.stream.error_event": "stream-incomplete",
+    "openai.stream.error_event": "stream-incomplete",
+    "suite.transport.complete": "stream-incomplete",
+    "anthropic.error.envelope": "error-envelope",
+    "openai.error.envelope": "error-envelope",
+    "suite.error.envelope": "error-envelope",
+    "anthropic.stream.grammar": "stream-grammar",
+    "openai.stream.grammar": "stream-grammar",
+    "suite.stream.wellformed": "stream-grammar",
+    "suite.response.wellformed": "stream-grammar",
+}
+
+Judge = Callable[[RawExchange, dict, str], list[Violation]]
+
+
+def symptom(check_id: str) -> str:
+    if check_id in SYMPTOMS:
+        return SYMPTOMS[check_id]
+    for prefix in ("anthropic.", "openai."):
+        if check_id.startswith(prefix):
+            return check_id[len(prefix):]
+    return check_id
+
+
+@dataclass
+class Attribution:
+    layer: str
+    explanation: str
+    target_violations: list[Violation] = field(default_factory=list)
+    engine_violations: list[Violation] = field(default_factory=list)
+    replayed: str = ""  # forwarded | anthropic-direct | minimal-translation | ""
+    engine_url: str = ""
+    engine_path: str = ""
+    engine_request: dict | None = None
+    engine_status: int | None = None
+    engine_error: str | None = None
+    engine_excerpt: str = ""
+
+    @property
+    def target_symptoms(self) -> list[str]:
+        return sorted({symptom(v.check_id) for v in self.target_violations if v.is_error})
+
+    @property
+    def engine_symptoms(self) -> list[str]:
+        return sorted({symptom(v.check_id) for v in self.engine_violations if v.is_error})
+
+    def summary(self) -> str:
+        return f"layer: {self.layer} — {self.explanation}"
+
+    def extra(self) -> dict[str, str]:
+        """Context lines for format_failure / ConformanceFailure(extra=...)."""
+        out = {"layer": f"{self.layer} — {self.explanation}"}
+        if self.replayed:
+            out["engine replay"] = f"{self.replayed} POST {self.engine_url.rstrip('/')}{self.engine_path} -> " + (
+                f"HTTP {self.engine_status}" if self.engine_status is not None else (self.engine_error or "no answer"))
+            out["engine verdict"] = ", ".join(sorted({v.check_id for v in self.engine_violations if v.is_error})) or "passes"
+        return out
+
+    def evidence(self) -> str:
+        lines = [self.summary(), "", "through the router:"]
+        lines += [format_violation(v, with_cause=False) for v in self.target_violations if v.is_error] or ["  (no errors)"]
+        lines += ["", f"directly against the engine ({self.replayed or 'not replayed'} {self.engine_path}):"]
+        if self.engine_error:
+            lines.append(f"  transport: {self.engine_error}")
+        lines += [format_violation(v, with_cause=False) for v in self.engine_violations if v.is_error] or ["  (no errors)"]
+        if self.engine_excerpt:
+            lines += ["", "engine answer (first bytes):", self.engine_excerpt]
+        return "\n".join(lines)
+
+    def details(self) -> dict[str, Any]:
+        return {
+            "layer": self.layer,
+            "explanation": self.explanation,
+            "replayed": self.replayed,
+            "engine_path": self.engine_path,
+            "engine_status": self.engine_status,
+            "target_symptoms": self.target_symptoms,
+            "engine_symptoms": self.engine_symptoms,
+            "engine_violations": [v.to_dict() for v in self.engine_violations],
+        }
+
+    def write(self, folder: Path | str) -> Path:
+        """Write both sides' evidence into a failure folder (attribution.json, attribution.txt)."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        doc = dict(self.details(), target_violations=[v.to_dict() for v in self.target_violations],
+                   engine_request=self.engine_request, engine_excerpt=self.engine_excerpt)
+        (folder / "attribution.json").write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        (folder / "attribution.txt").write_text(self.evidence() + "\n", encoding="utf-8")
+        return folder
+
+
+def decide(target: list[Violation], engine: list[Violation], *, engine_answered: bool) -> tuple[str, str]:
+    t = {symptom(v.check_id) for v in target if v.is_error}
+    e = {symptom(v.check_id) for v in engine if v.is_error}
+    if not t:
+        return "unknown", "the target shows no error to attribute"
+    if not engine_answered and not e:
+        return "unknown", "the engine could not be asked"
+    if not e:
+        return "router", f"introduced by the router: the engine passes the same request directly (router shows {sorted(t)})"
+    if t <= e:
+        return "engine", f"originated in the engine: it fails the same way directly ({sorted(t)})"
+    shared = sorted(t & e)
+    return "both", (f"both layers: the engine fails directly ({sorted(e)}) and the router adds {sorted(t - e)}"
+                    + (f"; shared: {shared}" if shared else ""))
+
+
+def has_messages_route(engine_url: str, timeout: float = 5.0) -> bool:
+    """Does the engine serve Anthropic /v1/messages? (an empty body must get 4xx other than 404/405)"""
+    try:
+        resp = httpx.post(engine_url.rstrip("/") + "/v1/messages", content=b"{}",
+                          headers={"content-type": "application/json", "anthropic-version": "2023-06-01"}, timeout=timeout)
+    except httpx.HTTPError:
+        return False
+    return resp.status_code not in (404, 405, 501)
+
+
+def _target_violations(target_verdict: Any) -> list[Violation]:
+    if target_verdict is None:
+        return []
+    if isinstance(target_verdict, Iterable) and not hasattr(target_verdict, "violations"):
+        return list(target_verdict)
+    return list(target_verdict.violations)
+
+
+def attribute(
+    request: dict,
+    target_verdict: Any,
+    engine_url: str,
+    *,
+    api: str = "anthropic",
+    expect_model: str | None = None,
+    engine_model: str | None = None,
+    since: int | None = None,
+    engine_api: str = "auto",
+    extra_judge: Judge | None = None,
+    deadlines: Deadlines = REPLAY_DEADLINES,
+    api_key: str = "sk-conformance",
+    turn: int | None = None,
+    client_path: str = "/v1/messages",
+) -> Attribution:
+    """Replay `request` against the engine and say which layer broke (see the module rules).
+
+    `target_verdict`: an ExchangeVerdict (or a list of Violations) for the exchange through the
+    router. `since`: the engine's received-log `total` taken before the exchange (narrows the
+    search for the forwarded body; optional). `engine_api`: auto | forwarded | anthropic | openai
+    forces a replay form. `client_path`: the path the client used; a non-generation path
+    (count_tokens) is replayed on the same engine path as it was. `extra_judge(raw, body, api)` adds violations for checks that live
+    outside check_exchange (it is applied to the engine replay; the caller already applied it to
+    the target). `engine_model`: the model name to ask the engine for when the replay is built
+    from the client request (a router usually maps the client's model name).
+    """
+    from conformance.checks.exchange import check_exchange
+    from conformance.translation import (
+        dialect_of,
+        find_forwarded,
+        minimal_openai_request,
+        received_log,
+        replay,
+    )
+
+    target = _target_violations(target_verdict)
+    att = Attribution(layer="unknown", explanation="", target_violations=target, engine_url=engine_url)
+    if not any(v.is_error for v in target):
+        att.explanation = "the target shows no error to attribute"
+        return att
+    if api != "anthropic":  # the client spoke OpenAI: the router forwarded chat completions as they were
+        engine_api = "openai" if engine_api == "auto" else engine_api
+
+    path, body = "", None
+    if not client_path.rstrip("/").endswith(("/messages", "/chat/completions")):
+        path, body, att.replayed = client_path, dict(request), "same-path"
+    if body is None and engine_api in ("auto", "forwarded"):
+        log = received_log(engine_url)
+        entry = find_forwarded(log["requests"], request, since) if log else None
+        if entry is not None:
+            path, body, att.replayed = str(entry["path"]).split("?", 1)[0], entry["body"], "forwarded"
+    if body is None and api == "anthropic" and engine_api in ("auto", "forwarded", "anthropic") and has_messages_route(engine_url):
+        path, body, att.replayed = "/v1/messages", dict(request), "anthropic-direct"
+    if body is None and engine_api != "anthropic":
+        body = minimal_openai_request(request) if api == "anthropic" else dict(request)
+        path, att.replayed = "/v1/chat/completions", "minimal-translation" if api == "anthropic" else "openai-direct"
+    if body is None:
+        att.explanation = "nothing to replay: the engine serves no /v1/messages and no translation was allowed"
+        return att
+    if engine_model and att.replayed != "forwarded":
+        body = dict(body, model=engine_model)
+    att.engine_path, att.engine_request = path, body
+    replay_api = dialect_of(path)
+    raw = replay(engine_url, path, body, deadlines=deadlines, api_key=api_key)
+    att.engine_status = raw.status
+    att.engine_error = raw.error
+    att.engine_excerpt = raw.body()[:600].decode("utf-8", "replace")
+    if raw.error_kind == "connect":
+        att.explanation = f"the engine at {engine_url} could not be reached: {raw.error}"
+        return att
+    # The forwarded body names the engine's model; the client's expectation is about the target.
+    verdict = check_exchange(raw, body, api=replay_api, expect_model=None if att.replayed == "forwarded" else expect_model, turn=turn)
+    engine_violations = list(verdict.violations)
+    if extra_judge is not None:
+        engine_violations += extra_judge(raw, body, replay_api)
+    att.engine_violations = engine_violations
+    att.layer, att.explanation = decide(target, engine_violations, engine_answered=raw.status is not None)
+    return att

@@ -1,0 +1,601 @@
+"""Translation checks (`translation.*`): what a router changed between the client and the engine.
+
+Rules:
+- Inputs are a `Hop` (conformance.translation builds it): the Anthropic body the client sent,
+  the body that reached the engine (its dialect: `openai` chat completions or `anthropic`
+  pass-through), the engine's answer (accumulated message; `exact` when it is the recorded answer
+  of that very request, not a replayed sample) and the accumulated message the client got.
+- Severity follows what the agent needs, not what changed:
+  * error — the agent loses something it depends on: a message, a `role: system` entry, a tool or
+    its schema, tool-result pairing, a stop sequence, the tool_use stop reason, usage, thinking the
+    engine produced (or, on an Anthropic pass-through, thinking/signatures/cache_control the client
+    sent), tools on a claimed injection route;
+  * warning — changed, harmless for a stateless engine (tool ids renamed consistently);
+  * info — lost *by construction* of the Anthropic -> OpenAI-chat path (signatures,
+    cache_control, context_management) and every parameter mapping, worded exactly
+    ("output_config.effort xhigh -> reasoning_effort high"). The report lists these as "lost".
+- Facts about real routers (see conformance/router/translate.py for citations): LiteLLM and
+  claude-code-router both drop `role: system` entries inside messages; LiteLLM maps adaptive
+  thinking + effort to `reasoning_effort` = the effort verbatim and keeps cache_control only for
+  Claude upstreams; claude-code-router drops assistant thinking and JSON-stringifies list tool
+  results. Those are exactly what these checks word.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from conformance.checks.registry import register, violation
+from conformance.failures import Violation
+
+_ROUTER = "the router between client and engine"
+
+MESSAGES = register(
+    "translation.messages_preserved",
+    "every message (incl. role: system entries inside messages) reaches the engine with its text, in order",
+    likely_cause=f"{_ROUTER} drops roles it does not know (LiteLLM and claude-code-router translate only "
+    "user/assistant, so Claude Code's mid-conversation system entry vanishes) or flattens content",
+).id
+TOOLS = register(
+    "translation.tools_preserved",
+    "every offered tool reaches the engine with its name and an unchanged input schema; tool_choice keeps its force",
+    likely_cause=f"{_ROUTER} renames, truncates (OpenAI's 64-char name limit) or rewrites tool schemas, or maps tool_choice loosely",
+).id
+PAIRING = register(
+    "translation.tool_result_pairing",
+    "every tool result reaches the engine with its content, right after the call it answers, under that call's id",
+    likely_cause=f"{_ROUTER} loses its tool-id map or reorders tool messages; the engine then sees results for calls it never made",
+).id
+TOOL_IDS = register(
+    "translation.tool_ids_preserved",
+    "tool_use ids survive the round trip (client -> engine and engine -> client)",
+    likely_cause=f"{_ROUTER} mints its own tool ids instead of carrying the engine's / the client's",
+).id
+THINKING = register(
+    "translation.thinking_preserved",
+    "thinking blocks round-trip: reasoning the engine produced reaches the client; thinking and signatures the client sends back reach an Anthropic engine verbatim",
+    likely_cause=f"{_ROUTER} has no place for thinking in its unified format (reasoning_content / thinking_blocks dropped)",
+).id
+CACHE = register(
+    "translation.cache_control_preserved",
+    "cache_control markers reach an Anthropic engine where the client put them (OpenAI chat: reported as lost)",
+    likely_cause=f"{_ROUTER} strips cache_control (LiteLLM keeps it only for Claude upstreams)",
+).id
+STOPS = register(
+    "translation.stop_sequences_forwarded",
+    "stop_sequences reach the engine (OpenAI `stop`)",
+    likely_cause=f"{_ROUTER} does not map stop_sequences to `stop`",
+).id
+STOP_REASON = register(
+    "translation.stop_reason_mapped",
+    "the engine's finish reason reaches the client mapped correctly (tool_calls -> tool_use, length -> max_tokens, stop -> end_turn/stop_sequence)",
+    likely_cause=f"{_ROUTER} maps every finish_reason to end_turn, so the agent never runs the tool (LiteLLM #34692)",
+).id
+USAGE = register(
+    "translation.usage_carried",
+    "the engine's token usage reaches the client (input_tokens, output_tokens)",
+    likely_cause=f"{_ROUTER} drops the final usage chunk (no stream_options.include_usage) or recomputes usage",
+).id
+PARAMS = register(
+    "translation.params",
+    "context_management / effort / thinking / metadata: forwarded or dropped, reported with the exact mapping",
+    severity="info",
+).id
+INJECTION = register(
+    "translation.injection_strips_tools",
+    "a router that claims an injection route strips the tools on it (opt-in)",
+    likely_cause="the router classifies the prompt as an injection but still forwards the tool list, so the injection can call tools",
+).id
+
+ALL_IDS = (MESSAGES, TOOLS, PAIRING, TOOL_IDS, THINKING, CACHE, STOPS, STOP_REASON, USAGE, PARAMS, INJECTION)
+
+TOOL_FINISH = {"tool_calls", "function_call", "tool_use"}
+FINISH_MAP = {"stop": {"end_turn", "stop_sequence"}, "length": {"max_tokens"}, "tool_calls": {"tool_use"},
+              "function_call": {"tool_use"}, "content_filter": {"refusal", "end_turn"}}
+
+
+@dataclass
+class Hop:
+    client_request: dict
+    engine_request: dict | None
+    engine_api: str = "openai"  # dialect of engine_request / engine_response
+    engine_response: dict | None = None
+    client_response: dict | None = None  # accumulated Anthropic message
+    exact: bool = True  # engine_response is the recorded answer to engine_request (not a replay)
+    route: str | None = None  # the router's route name, when it tells (x-router-route)
+    injection_probe: bool = False
+
+
+@dataclass
+class Turn:
+    role: str
+    texts: list[str] = field(default_factory=list)
+    calls: list[tuple[str, str, Any]] = field(default_factory=list)  # (id, name, args)
+    results: list[tuple[str, str]] = field(default_factory=list)  # (tool id, text)
+    thinking: list[tuple[str, str | None]] = field(default_factory=list)  # (text, signature)
+    index: int = -1  # position in the source messages list (-1: top-level system)
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for c in content:
+            if isinstance(c, str):
+                parts.append(c)
+            elif isinstance(c, dict) and c.get("type") in ("text", "input_text", "output_text"):
+                parts.append(str(c.get("text", "")))
+        return "\n".join(parts)
+    if content is None:
+        return ""
+    return json.dumps(content, ensure_ascii=False)
+
+
+def anthropic_turns(body: dict) -> list[Turn]:
+    turns: list[Turn] = []
+    if body.get("system"):
+        turns.append(Turn("system", [_text(body["system"])], index=-1))
+    for i, m in enumerate(body.get("messages") or []):
+        if not isinstance(m, dict):
+            continue
+        t = Turn(str(m.get("role")), index=i)
+        content = m.get("content")
+        if isinstance(content, str):
+            t.texts.append(content)
+        for b in content if isinstance(content, list) else []:
+            if not isinstance(b, dict):
+                continue
+            kind = b.get("type")
+            if kind == "text":
+                t.texts.append(str(b.get("text", "")))
+            elif kind == "tool_use":
+                t.calls.append((str(b.get("id", "")), str(b.get("name", "")), b.get("input")))
+            elif kind == "tool_result":
+                t.results.append((str(b.get("tool_use_id", "")), _text(b.get("content", ""))))
+            elif kind == "thinking":
+                t.thinking.append((str(b.get("thinking", "")), b.get("signature")))
+            elif kind == "redacted_thinking":
+                t.thinking.append(("", b.get("data")))
+        turns.append(t)
+    return turns
+
+
+def openai_turns(body: dict) -> list[Turn]:
+    turns: list[Turn] = []
+    for i, m in enumerate(body.get("messages") or []):
+        if not isinstance(m, dict):
+            continue
+        role = str(m.get("role"))
+        t = Turn(role, index=i)
+        if role == "tool":
+            t.results.append((str(m.get("tool_call_id", "")), _text(m.get("content"))))
+        else:
+            text = _text(m.get("content"))
+            if text:
+                t.texts.append(text)
+        for c in m.get("tool_calls") or []:
+            fn = c.get("function") or {}
+            args = fn.get("arguments")
+            try:
+                args = json.loads(args) if isinstance(args, str) else args
+            except ValueError:
+                pass
+            t.calls.append((str(c.get("id", "")), str(fn.get("name", "")), args))
+        reasoning = m.get("reasoning_content") or m.get("reasoning")
+        if reasoning:
+            t.thinking.append((str(reasoning), None))
+        for tb in m.get("thinking_blocks") or []:  # LiteLLM's field
+            if isinstance(tb, dict):
+                t.thinking.append((str(tb.get("thinking", "")), tb.get("signature")))
+        turns.append(t)
+    return turns
+
+
+def engine_turns(hop: Hop) -> list[Turn]:
+    return openai_turns(hop.engine_request or {}) if hop.engine_api == "openai" else anthropic_turns(hop.engine_request or {})
+
+
+def _clip(s: str, n: int = 80) -> str:
+    s = s.replace("\n", "\\n")
+    return s if len(s) <= n else s[:n] + "…"
+
+
+# ---------------------------------------------------------------------------- request side
+
+def check_messages(hop: Hop) -> list[Violation]:
+    out: list[Violation] = []
+    client = anthropic_turns(hop.client_request)
+    engine = engine_turns(hop)
+    # Where each engine text lives: one haystack in order, with the role of every span.
+    spans: list[tuple[int, int, str]] = []
+    hay = ""
+    for t in engine:
+        for text in t.texts + [r[1] for r in t.results]:
+            start = len(hay)
+            hay += text + "\u0000"
+            spans.append((start, len(hay), t.role))
+    pos = 0
+    for t in client:
+        for text in t.texts:
+            needle = text.strip()
+            if not needle:
+                continue
+            ptr = "/system" if t.index < 0 else f"/messages/{t.index}"
+            found = hay.find(needle, pos)
+            if found < 0:
+                anywhere = hay.find(needle)
+                if anywhere < 0:
+                    what = "the top-level system prompt" if t.index < 0 else f"a role: {t.role} message"
+                    out.append(violation(MESSAGES, f"{what} never reached the engine", expected=_clip(needle), seen="absent", pointer=ptr))
+                    continue
+                out.append(violation(MESSAGES, f"a role: {t.role} message reached the engine out of order", severity="warning",
+                                     expected="same order as the client sent", seen=f"found earlier at char {anywhere}", pointer=ptr))
+                continue
+            role_there = next((r for s, e, r in spans if s <= found < e), "?")
+            if t.role == "system" and t.index >= 0 and role_there != "system":
+                out.append(violation(MESSAGES, f"the mid-conversation role: system entry arrived as role {role_there}",
+                                     severity="info", expected="role system", seen=role_there, pointer=ptr))
+            pos = found + len(needle)
+    return out
+
+
+def _schema_diff(a: Any, b: Any, path: str = "") -> str | None:
+    if type(a) is not type(b):
+        return path or "/"
+    if isinstance(a, dict):
+        for k in sorted(set(a) | set(b)):
+            if k not in a or k not in b:
+                return f"{path}/{k}"
+            d = _schema_diff(a[k], b[k], f"{path}/{k}")
+            if d:
+                return d
+        return None
+    if isinstance(a, list):
+        if len(a) != len(b):
+            return path or "/"
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            d = _schema_diff(x, y, f"{path}/{i}")
+            if d:
+                return d
+        return None
+    return None if a == b else (path or "/")
+
+
+def _engine_tools(hop: Hop) -> dict[str, Any]:
+    body = hop.engine_request or {}
+    out = {}
+    for t in body.get("tools") or []:
+        if not isinstance(t, dict):
+            continue
+        if hop.engine_api == "openai":
+            fn = t.get("function") or {}
+            out[str(fn.get("name", ""))] = fn.get("parameters")
+        else:
+            out[str(t.get("name", ""))] = t.get("input_schema")
+    return out
+
+
+def check_tools(hop: Hop) -> list[Violation]:
+    if hop.route == "injection":
+        return []  # the injection route strips tools by design; translation.injection_strips_tools judges it
+    out: list[Violation] = []
+    engine = _engine_tools(hop)
+    for i, tool in enumerate(hop.client_request.get("tools") or []):
+        if not isinstance(tool, dict) or tool.get("type") not in (None, "custom"):
+            continue
+        name = str(tool.get("name", ""))
+        if name not in engine:
+            close = [n for n in engine if n.lower() == name.lower() or n.startswith(name[:40])]
+            out.append(violation(TOOLS, f"tool {name!r} did not reach the engine" + (f" (renamed {close[0]!r}?)" if close else ""),
+                                 expected=name, seen=sorted(engine)[:12], pointer=f"/tools/{i}"))
+            continue
+        schema = tool.get("input_schema")
+        if schema is not None and engine[name] is not None:
+            d = _schema_diff(schema, engine[name])
+            if d:
+                out.append(violation(TOOLS, f"tool {name!r}: its input schema changed on the way to the engine at {d}",
+                                     expected=_clip(json.dumps(schema), 200), seen=_clip(json.dumps(engine[name]), 200),
+                                     pointer=f"/tools/{i}/input_schema{d if d != '/' else ''}"))
+    choice = hop.client_request.get("tool_choice")
+    if isinstance(choice, dict) and hop.engine_request is not None and hop.client_request.get("tools"):
+        sent = (hop.engine_request or {}).get("tool_choice")
+        kind = choice.get("type")
+        if hop.engine_api == "openai":
+            ok = {
+                "auto": sent in (None, "auto"),
+                "any": sent == "required",
+                "none": sent == "none",
+                "tool": isinstance(sent, dict) and (sent.get("function") or {}).get("name") == choice.get("name"),
+            }.get(kind, True)
+        else:
+            ok = isinstance(sent, dict) and sent.get("type") == kind
+        if not ok:
+            sev = "error" if kind in ("any", "tool") else "warning"
+            out.append(violation(TOOLS, f"tool_choice {json.dumps(choice)} lost its meaning on the way to the engine",
+                                 severity=sev, expected={"any": "required", "tool": "a named function", "auto": "auto", "none": "none"}.get(kind, kind),
+                                 seen=json.dumps(sent), pointer="/tool_choice"))
+    return out
+
+
+def check_pairing(hop: Hop) -> list[Violation]:
+    """In what reached the engine, every tool result follows the call it answers."""
+    out: list[Violation] = []
+    engine = engine_turns(hop)
+    open_calls: set[str] = set()
+    for t in engine:
+        if t.role == "assistant":
+            open_calls = {c[0] for c in t.calls}
+            continue
+        for rid, _ in t.results:
+            if rid not in open_calls:
+                out.append(violation(PAIRING, f"a tool result for id {rid!r} reached the engine, but the preceding assistant turn called {sorted(open_calls) or 'no tool'}",
+                                     expected=sorted(open_calls), seen=rid, pointer=f"/messages/{t.index}"))
+            else:
+                open_calls.discard(rid)
+        if t.role == "user" and t.texts and not t.results:
+            open_calls = set()
+    # Results' content must arrive.
+    client_results = [(r, t.index) for t in anthropic_turns(hop.client_request) for r in t.results]
+    engine_text = "\u0000".join(r[1] for t in engine for r in t.results) + "\u0000" + "\u0000".join(x for t in engine for x in t.texts)
+    for (rid, text), idx in client_results:
+        if text.strip() and text.strip() not in engine_text:
+            out.append(violation(PAIRING, f"the content of tool result {rid!r} did not reach the engine unchanged",
+                                 expected=_clip(text.strip()), seen="absent or rewritten", pointer=f"/messages/{idx}"))
+    return out
+
+
+def check_tool_ids(hop: Hop) -> list[Violation]:
+    out: list[Violation] = []
+    client = anthropic_turns(hop.client_request)
+    engine = engine_turns(hop)
+    engine_call_ids = {c[0] for t in engine for c in t.calls}
+    engine_result_ids = {r[0] for t in engine for r in t.results}
+    for t in client:
+        for cid, name, _ in t.calls:
+            if cid not in engine_call_ids:
+                out.append(violation(TOOL_IDS, f"tool_use id {cid!r} ({name}) was changed on the way to the engine",
+                                     severity="warning", expected=cid, seen=sorted(engine_call_ids)[:6], pointer=f"/messages/{t.index}"))
+        for rid, _ in t.results:
+            if rid not in engine_result_ids:
+                paired = rid in engine_call_ids
+                out.append(violation(TOOL_IDS, f"tool_result id {rid!r} was rewritten on the way to the engine"
+                                     + ("" if paired else "; it no longer names the call it answers"),
+                                     severity="error" if not paired or engine_result_ids - engine_call_ids else "warning",
+                                     expected=rid, seen=sorted(engine_result_ids)[:6], pointer=f"/messages/{t.index}"))
+    # Response side: the engine's call ids reach the client (only an exact recording can tell).
+    if hop.exact and hop.engine_response is not None and hop.client_response is not None:
+        eng = _response_calls(hop.engine_response, hop.engine_api)
+        cli = _response_calls(hop.client_response, "anthropic")
+        for (eid, ename), (cid, _) in zip(eng, cli, strict=False):
+            if eid and cid and eid != cid:
+                normalised = "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in eid)
+                if normalised == cid:
+                    out.append(violation(TOOL_IDS, f"the engine's call id {eid!r} reached the client normalised to the Anthropic id alphabet",
+                                         severity="info", expected=eid, seen=cid))
+                else:
+                    out.append(violation(TOOL_IDS, f"the engine's call id {eid!r} ({ename}) reached the client as {cid!r}",
+                                         severity="warning", expected=eid, seen=cid))
+    return out
+
+
+def check_thinking(hop: Hop) -> list[Violation]:
+    out: list[Violation] = []
+    client = [t for t in anthropic_turns(hop.client_request) if t.role == "assistant"]
+    engine = [t for t in engine_turns(hop) if t.role == "assistant"]
+    # Request side: thinking the client sends back.
+    for k, t in enumerate(client):
+        if not t.thinking:
+            continue
+        there = engine[k] if k < len(engine) else None
+        got = [x for x in (there.thinking if there else [])]
+        for text, sig in t.thinking:
+            match = next((g for g in got if g[0] == text), None)
+            if hop.engine_api == "anthropic":
+                if match is None:
+                    out.append(violation(THINKING, "a thinking block the client sent back never reached the engine",
+                                         expected=_clip(text), seen="absent", pointer=f"/messages/{t.index}"))
+                elif (sig or "") != (match[1] or ""):
+                    out.append(violation(THINKING, "a thinking block's signature was altered on the way to the engine",
+                                         expected=_clip(str(sig)), seen=_clip(str(match[1])), pointer=f"/messages/{t.index}"))
+            else:
+                if match is None:
+                    out.append(violation(THINKING, "lost: assistant thinking sent back by the client was dropped (OpenAI chat has no standard field; "
+                                         "vLLM reads reasoning_content)", severity="info", expected=_clip(text), seen="absent",
+                                         pointer=f"/messages/{t.index}"))
+                if sig:
+                    out.append(violation(THINKING, "lost: thinking signatures cannot travel on OpenAI chat (a session later switched to "
+                                         "Anthropic's API is rejected)", severity="info", pointer=f"/messages/{t.index}"))
+    # Response side: reasoning the engine produced reaches the client.
+    if hop.engine_response is not None and hop.client_response is not None:
+        eng = _response_thinking(hop.engine_response, hop.engine_api)
+        cli = _response_thinking(hop.client_response, "anthropic")
+        if eng and not cli:
+            out.append(violation(THINKING, "the engine's reasoning never reached the client (no thinking block)",
+                                 expected=_clip(eng[0][0]), seen="no thinking block"))
+        elif eng and cli and hop.exact:
+            if "".join(x[0] for x in eng) != "".join(x[0] for x in cli):
+                out.append(violation(THINKING, "the engine's reasoning reached the client altered",
+                                     expected=_clip("".join(x[0] for x in eng)), seen=_clip("".join(x[0] for x in cli))))
+            if hop.engine_api == "anthropic":
+                for (_, es), (_, cs) in zip(eng, cli, strict=False):
+                    if (es or "") != (cs or ""):
+                        out.append(violation(THINKING, "the engine's thinking signature reached the client altered",
+                                             expected=_clip(str(es)), seen=_clip(str(cs))))
+    return out
+
+
+def _count_cache_control(value: Any, path: str = "") -> list[str]:
+    found = []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k == "cache_control":
+                found.append(path)
+            else:
+                found += _count_cache_control(v, f"{path}/{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            found += _count_cache_control(v, f"{path}/{i}")
+    return found
+
+
+def check_cache_control(hop: Hop) -> list[Violation]:
+    sent = _count_cache_control(hop.client_request)
+    if not sent or hop.engine_request is None:
+        return []
+    arrived = _count_cache_control(hop.engine_request)
+    if hop.engine_api == "anthropic":
+        missing = [p for p in sent if p not in arrived]
+        if missing:
+            return [violation(CACHE, f"{len(missing)} of {len(sent)} cache_control markers were stripped before the engine",
+                              expected=len(sent), seen=len(sent) - len(missing), pointer=missing[0])]
+        return []
+    if not arrived:
+        return [violation(CACHE, f"lost: {len(sent)} cache_control markers (OpenAI chat has no cache_control; the engine's "
+                          "automatic prefix cache applies instead)", severity="info", expected=len(sent), seen=0, pointer=sent[0])]
+    return []
+
+
+def check_stop_sequences(hop: Hop) -> list[Violation]:
+    want = hop.client_request.get("stop_sequences") or []
+    if not want or hop.engine_request is None:
+        return []
+    body = hop.engine_request
+    got = body.get("stop") if hop.engine_api == "openai" else body.get("stop_sequences")
+    got = [got] if isinstance(got, str) else list(got or [])
+    missing = [s for s in want if s not in got]
+    if missing:
+        return [violation(STOPS, f"stop sequences {missing} did not reach the engine", expected=want, seen=got,
+                          pointer="/stop_sequences")]
+    return []
+
+
+def check_params(hop: Hop) -> list[Violation]:
+    """Every parameter mapping, as info lines (never an error: the agent keeps working)."""
+    c, e = hop.client_request, hop.engine_request or {}
+    lines: list[str] = []
+    if hop.engine_api == "openai":
+        effort = (c.get("output_config") or {}).get("effort") if isinstance(c.get("output_config"), dict) else None
+        thinking = c.get("thinking") if isinstance(c.get("thinking"), dict) else None
+        sent = e.get("reasoning_effort")
+        if isinstance(sent, dict):
+            sent = sent.get("effort")
+        if sent is None and isinstance(e.get("reasoning"), dict):
+            sent = e["reasoning"].get("effort")
+        src = []
+        if thinking:
+            src.append(f"thinking {thinking.get('type')}" + (f" budget_tokens {thinking['budget_tokens']}" if "budget_tokens" in thinking else ""))
+        if effort:
+            src.append(f"output_config.effort {effort}")
+        if src:
+            lines.append(f"{' + '.join(src)} -> " + (f"reasoning_effort {sent}" if sent is not None else "dropped (no reasoning_effort sent)"))
+        if "thinking" in e:
+            lines.append(f"thinking forwarded verbatim as an OpenAI field: {json.dumps(e['thinking'])}")
+        if "context_management" in c:
+            lines.append("context_management -> " + ("forwarded verbatim" if "context_management" in e else
+                         "dropped (old tool uses / thinking are never cleared by the engine; the context grows as if it were off)"))
+        md = c.get("metadata")
+        if isinstance(md, dict) and md.get("user_id"):
+            lines.append("metadata.user_id -> " + ("user" if e.get("user") else "dropped"))
+        if "max_tokens" in c:
+            got = e.get("max_tokens", e.get("max_completion_tokens"))
+            if got != c["max_tokens"]:
+                lines.append(f"max_tokens {c['max_tokens']} -> {got if got is not None else 'dropped'}")
+        if c.get("stream"):
+            so = e.get("stream_options") or {}
+            lines.append("stream -> stream" + (" + stream_options.include_usage" if so.get("include_usage") else " (usage not requested)"))
+    else:
+        for key in ("thinking", "output_config", "context_management", "metadata"):
+            if key in c:
+                lines.append(f"{key} -> " + ("forwarded unchanged" if e.get(key) == c[key] else
+                             f"changed to {json.dumps(e.get(key))}" if key in e else "dropped"))
+    return [violation(PARAMS, line, severity="info") for line in lines]
+
+
+# ---------------------------------------------------------------------------- response side
+
+def _response_calls(msg: dict, api: str) -> list[tuple[str, str]]:
+    if api == "openai":
+        return [(str(c.get("id") or ""), str((c.get("function") or {}).get("name", ""))) for c in msg.get("tool_calls") or []]
+    return [(str(b.get("id") or ""), str(b.get("name", ""))) for b in msg.get("content") or [] if isinstance(b, dict) and b.get("type") == "tool_use"]
+
+
+def _response_thinking(msg: dict, api: str) -> list[tuple[str, str | None]]:
+    if api == "openai":
+        r = msg.get("reasoning_content") or msg.get("reasoning")
+        return [(str(r), None)] if r else []
+    return [(str(b.get("thinking", "")), b.get("signature")) for b in msg.get("content") or []
+            if isinstance(b, dict) and b.get("type") == "thinking"]
+
+
+def check_stop_reason(hop: Hop) -> list[Violation]:
+    if hop.engine_response is None or hop.client_response is None:
+        return []
+    seen = hop.client_response.get("stop_reason")
+    if hop.engine_api == "openai":
+        finish = hop.engine_response.get("finish_reason")
+        calls = bool(hop.engine_response.get("tool_calls"))
+    else:
+        finish = hop.engine_response.get("stop_reason")
+        calls = bool(_response_calls(hop.engine_response, "anthropic"))
+    if calls and finish in TOOL_FINISH | {"tool_use"} and seen != "tool_use":
+        return [violation(STOP_REASON, f"the engine finished with {finish} after a tool call, the client got stop_reason {seen}",
+                          expected="tool_use", seen=seen)]
+    if hop.engine_api == "openai" and finish in FINISH_MAP and seen not in FINISH_MAP[finish]:
+        return [violation(STOP_REASON, f"finish_reason {finish} reached the client as stop_reason {seen}",
+                          expected=" or ".join(sorted(FINISH_MAP[finish])), seen=seen)]
+    if hop.engine_api == "anthropic" and finish and seen != finish:
+        return [violation(STOP_REASON, f"stop_reason {finish} reached the client as {seen}", expected=finish, seen=seen)]
+    return []
+
+
+def check_usage(hop: Hop) -> list[Violation]:
+    if hop.engine_response is None or hop.client_response is None:
+        return []
+    eu = hop.engine_response.get("usage") or {}
+    cu = hop.client_response.get("usage") or {}
+    if hop.engine_api == "openai":
+        e_in, e_out = int(eu.get("prompt_tokens") or 0), int(eu.get("completion_tokens") or 0)
+    else:
+        e_in = int(eu.get("input_tokens") or 0) + int(eu.get("cache_read_input_tokens") or 0) + int(eu.get("cache_creation_input_tokens") or 0)
+        e_out = int(eu.get("output_tokens") or 0)
+    c_in = int(cu.get("input_tokens") or 0) + int(cu.get("cache_read_input_tokens") or 0) + int(cu.get("cache_creation_input_tokens") or 0)
+    c_out = int(cu.get("output_tokens") or 0)
+    out = []
+    if (e_in and not c_in) or (e_out and not c_out):
+        out.append(violation(USAGE, "the engine reported usage that never reached the client",
+                             expected=f"input {e_in}, output {e_out}", seen=f"input {c_in}, output {c_out}", pointer="/usage"))
+    elif hop.exact and (e_in, e_out) != (c_in, c_out) and e_in and e_out:
+        out.append(violation(USAGE, "usage reached the client changed", severity="warning",
+                             expected=f"input {e_in}, output {e_out}", seen=f"input {c_in}, output {c_out}", pointer="/usage"))
+    return out
+
+
+def check_injection(hop: Hop) -> list[Violation]:
+    if not hop.injection_probe:
+        return []
+    out = []
+    body = hop.engine_request or {}
+    if body.get("tools"):
+        out.append(violation(INJECTION, f"the injection probe reached the engine with {len(body['tools'])} tools still offered",
+                             expected="no tools on the injection route", seen=f"{len(body['tools'])} tools", pointer="/tools"))
+    if hop.client_response is not None and _response_calls(hop.client_response, "anthropic"):
+        out.append(violation(INJECTION, "the injection probe was answered with a tool call",
+                             expected="text only", seen=[n for _, n in _response_calls(hop.client_response, "anthropic")]))
+    return out
+
+
+CHECKS = (
+    (MESSAGES, check_messages), (TOOLS, check_tools), (PAIRING, check_pairing), (TOOL_IDS, check_tool_ids),
+    (THINKING, check_thinking), (CACHE, check_cache_control), (STOPS, check_stop_sequences),
+    (STOP_REASON, check_stop_reason), (USAGE, check_usage), (PARAMS, check_params), (INJECTION, check_injection),
+)
+
+
+def check_hop(hop: Hop) -> dict[str, list[Violation]]:
+    """Run every translation check; returns check id -> its violations (empty list = passed)."""
+    if hop.engine_request is None:
+        return {}
+    return {cid: fn(hop) for cid, fn in CHECKS}

@@ -1,0 +1,51 @@
+"""Router-side fault modes of the reference router (rows of FAULTS.md that live in a router).
+
+Rules: a fault is switched on by name (`--fault NAME`); an unknown name is refused with the list
+of known ones. Each entry says what the router does wrong and which real router shipped it, so a
+failing self-test reads as a story, not a code path.
+"""
+
+from __future__ import annotations
+
+ROUTER_FAULTS: dict[str, str] = {
+    "lossy-translation": (
+        "drops thinking blocks (request history and the engine's reasoning in the answer), signatures "
+        "and cache_control, and rewrites tool ids on the way to the engine so tool results no longer "
+        "pair with their calls (seed talk: 'wire format openai.chat.v1')"
+    ),
+    "strict-unknown-field": (
+        "closed request struct: rejects `context_management` with a 400 'Extra inputs are not "
+        "permitted' (claude-code #21612, LiteLLM #26240)"
+    ),
+    "strict-adaptive-effort": (
+        "rejects thinking {type: adaptive} together with output_config.effort (claude-code #68551, #29531)"
+    ),
+    "stop-sequence-missing": (
+        "drops the required, nullable `stop_sequence` from message_delta / the non-stream message "
+        "(exclude-none serialisation; vLLM #55324 shape, in a router)"
+    ),
+    "routing-unstable-across-wire-variants": (
+        "a prompt wrapped in literal double quotes (opencode's wire form) is routed to another tier; "
+        "the answering model differs (seed talk: 'two quote characters')"
+    ),
+    "buffered-stream": "buffers the whole upstream stream and releases it at the end (Claude Code gateway contract)",
+    "wrong-model": "silently falls back to another model: a different model answers (seed talk: 'model B answering')",
+    "jailbreak-route-keeps-tools": (
+        "claims an injection route (prompts that look like prompt injections go to a tool-less route) "
+        "but keeps the tools on it, so an injection can still call them"
+    ),
+}
+
+# What the faulty tiers answer as. A real fallback is another deployment; the reference router
+# labels the answer with the tier's model name so the substitution is visible in `model`.
+FALLBACK_MODEL = "fallback-small-model"
+
+
+def validate(faults: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    unknown = [f for f in faults if f not in ROUTER_FAULTS]
+    if unknown:
+        raise ValueError(
+            f"unknown router fault(s) {unknown}; known router faults: {', '.join(sorted(ROUTER_FAULTS))} "
+            "(engine faults are switched on the engine: `conformance engine --fault NAME`)"
+        )
+    return tuple(dict.fromkeys(faults))

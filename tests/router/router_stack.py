@@ -1,0 +1,213 @@
+"""Drive a reference router -> reference engine stack with the translation probes; build the
+attribution matrix (fault x verdict).
+
+Used by tests/router/test_attribution_matrix.py and runnable as a script:
+    .venv/bin/python tests/router/router_stack.py            # prints the matrix
+
+Per stack: the probes of conformance.translation (turn 1 stream, turn 2 with history, turn 1
+non-stream, the opt-in injection probe), the quoted wire variant of turn 1, and a count_tokens
+call. Each exchange is judged by check_exchange plus the checks that live outside it here
+(stream incrementality, same model across wire variants, the translation.* diff); every failing
+exchange is attributed with conformance.attribution.attribute.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+if __name__ == "__main__":  # allow running as a script from the repository root
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from conformance.attribution import Attribution, attribute
+from conformance.checks import suite as S
+from conformance.checks.exchange import check_exchange
+from conformance.checks.registry import violation
+from conformance.engine.launch import serve_engine_in_thread
+from conformance.failures import Violation
+from conformance.router.launch import serve_router_in_thread
+from conformance.translation import log_total, observe_hop, probe_requests
+from conformance.transport import Deadlines, RawExchange, send_sync
+
+MODEL = "reference-model"
+HEADERS = {"content-type": "application/json", "x-api-key": "sk-test", "anthropic-version": "2023-06-01"}
+DEADLINES = Deadlines(connect=5, first_content=4, total=6)
+
+# Engine faults probed here, and the router mode that lets them through: a translating router
+# re-encodes the Anthropic stream, so Anthropic-wire faults of the engine are only visible through
+# a pass-through router, and OpenAI-wire faults only through a translating one.
+ENGINE_FAULTS_MODE = {
+    "stop-sequence-missing": "anthropic",
+    "nonstream-stop-sequence-omitted": "anthropic",
+    "message-start-incomplete": "anthropic",
+    "strict-unknown-field": "anthropic",
+    "strict-adaptive-effort": "anthropic",
+    "system-role-in-messages": "anthropic",
+    "tool-use-start-without-input": "anthropic",
+    "block-index-broken": "anthropic",
+    "usage-inconsistent": "anthropic",
+    "count-tokens-missing": "anthropic",
+    "tool-call-as-text": "openai",
+    "tool-args-invalid-json": "openai",
+    "tool-args-not-string": "openai",
+    "tool-stop-reason-wrong": "openai",
+    "stream-truncated": "openai",
+    "wrong-model": "openai",
+    "buffered-stream": "openai",
+    "hang-with-pings": "openai",
+}
+# Router faults and the mode they are shown in (lossy-translation in both: the report differs).
+ROUTER_FAULTS_MODE = {
+    "lossy-translation": "openai",
+    "strict-unknown-field": "openai",
+    "strict-adaptive-effort": "openai",
+    "stop-sequence-missing": "openai",
+    "routing-unstable-across-wire-variants": "openai",
+    "buffered-stream": "openai",
+    "wrong-model": "openai",
+    "jailbreak-route-keeps-tools": "openai",
+}
+
+
+def incremental(raw: RawExchange, body: dict | None = None, api: str = "anthropic") -> list[Violation]:
+    """suite.stream.incremental, as judged here: in a stream, content must not all arrive at the end.
+    The spread between the first and the last chunk must be at least a fifth of the exchange."""
+    if not raw.ok or "text/event-stream" not in raw.content_type or len(raw.chunks) < 2:
+        return []
+    first, last = raw.chunks[0][0], raw.chunks[-1][0]
+    if last > 0.05 and (last - first) < 0.2 * last:
+        return [violation(S.STREAM_INCREMENTAL, f"all {len(raw.chunks)} chunks arrived within {last - first:.3f}s at the end "
+                          f"of a {last:.3f}s exchange", expected="content spread over the exchange",
+                          seen=f"first chunk at {first:.3f}s, last at {last:.3f}s")]
+    return []
+
+
+@dataclass
+class Observation:
+    name: str
+    status: int | None
+    violations: list[Violation] = field(default_factory=list)  # errors only
+    attribution: Attribution | None = None
+    lost: list[str] = field(default_factory=list)
+    mappings: list[str] = field(default_factory=list)
+
+    @property
+    def check_ids(self) -> list[str]:
+        return sorted({v.check_id for v in self.violations})
+
+
+def send(url: str, path: str, body: dict) -> RawExchange:
+    return send_sync("POST", url + path, headers=HEADERS, body=json.dumps(body).encode(), deadlines=DEADLINES)
+
+
+def observe(router: str, engine: str, *, injection: bool = True, translation: bool = True) -> list[Observation]:
+    out: list[Observation] = []
+    probes = probe_requests(MODEL, injection=injection)
+    answered: dict[str, str | None] = {}
+    for name, body in probes.items():
+        since = log_total(engine)
+        raw = send(router, "/v1/messages", body)
+        verdict = check_exchange(raw, body, api="anthropic", expect_model=MODEL)
+        errors = [v for v in verdict.violations if v.is_error] + incremental(raw)
+        answered[name] = verdict.answered_model
+        obs = Observation(name, raw.status)
+        if translation and raw.ok:
+            hop, report = observe_hop(engine, body, verdict.message, since=since, route=raw.response_headers.get("x-router-route"),
+                                      injection_probe=(name == "injection"))
+            errors += report.errors
+            obs.lost, obs.mappings = report.lost, report.mappings
+        obs.violations = errors
+        if errors:
+            obs.attribution = attribute(body, errors, engine, expect_model=MODEL, since=since, extra_judge=incremental)
+        out.append(obs)
+    # the quoted wire variant (opencode): the same model must answer
+    quoted = json.loads(json.dumps(probes["turn1"]))
+    quoted["messages"][0]["content"][0]["text"] = '"' + quoted["messages"][0]["content"][0]["text"] + '"'
+    since = log_total(engine)
+    raw = send(router, "/v1/messages", quoted)
+    verdict = check_exchange(raw, quoted, api="anthropic", expect_model=MODEL)
+    obs = Observation("turn1-quoted", raw.status, [v for v in verdict.violations if v.is_error])
+    if verdict.answered_model != answered.get("turn1"):
+        obs.violations.append(violation(S.VARIANTS_SAME_MODEL, "the quoted prompt was answered by another model",
+                                        expected=answered.get("turn1"), seen=verdict.answered_model))
+    if obs.violations:
+        def same_model_direct(raw_e: RawExchange, body_e: dict, api_e: str) -> list[Violation]:
+            bare = check_exchange(send(engine, "/v1/messages", probes["turn1"]), probes["turn1"], api="anthropic")
+            mine = check_exchange(raw_e, body_e, api=api_e)
+            if mine.answered_model != bare.answered_model:
+                return [violation(S.VARIANTS_SAME_MODEL, "the engine answers the variants with different models",
+                                  expected=bare.answered_model, seen=mine.answered_model)]
+            return []
+        obs.attribution = attribute(quoted, obs.violations, engine, expect_model=MODEL, since=since, extra_judge=same_model_direct)
+    out.append(obs)
+    # count_tokens
+    ct = {k: v for k, v in probes["turn1"].items() if k not in ("stream", "max_tokens")}
+    raw = send(router, "/v1/messages/count_tokens", ct)
+    verdict = check_exchange(raw, ct, api="anthropic")
+    obs = Observation("count_tokens", raw.status, [v for v in verdict.violations if v.is_error])
+    if obs.violations:
+        obs.attribution = attribute(ct, obs.violations, engine, client_path="/v1/messages/count_tokens")
+    out.append(obs)
+    return out
+
+
+def run_stack(engine_faults=(), router_faults=(), upstream_api: str = "openai", **kw) -> list[Observation]:
+    with serve_engine_in_thread(faults=tuple(engine_faults)) as engine, \
+            serve_router_in_thread(engine, faults=tuple(router_faults), upstream_api=upstream_api) as router:
+        return observe(router, engine, **kw)
+
+
+@dataclass
+class Row:
+    layer_side: str  # router | engine | none
+    fault: str
+    mode: str
+    observations: list[Observation]
+
+    @property
+    def failing(self) -> list[Observation]:
+        return [o for o in self.observations if o.violations]
+
+    @property
+    def checks(self) -> list[str]:
+        return sorted({c for o in self.failing for c in o.check_ids})
+
+    @property
+    def verdicts(self) -> list[str]:
+        return sorted({o.attribution.layer for o in self.failing if o.attribution})
+
+    @property
+    def verdict(self) -> str:
+        v = self.verdicts
+        return v[0] if len(v) == 1 else ("none" if not v else "+".join(v))
+
+
+def matrix(router_faults=None, engine_faults=None) -> list[Row]:
+    rows = [Row("none", "(correct stack)", m, run_stack(upstream_api=m)) for m in ("openai", "anthropic")]
+    for fault, mode in (router_faults or ROUTER_FAULTS_MODE).items():
+        rows.append(Row("router", fault, mode, run_stack(router_faults=[fault], upstream_api=mode)))
+    for fault, mode in (engine_faults or ENGINE_FAULTS_MODE).items():
+        rows.append(Row("engine", fault, mode, run_stack(engine_faults=[fault], upstream_api=mode)))
+    return rows
+
+
+def render(rows: list[Row]) -> str:
+    lines = ["| fault lives in | fault | router mode | caught by (check ids) | attributed to | expected |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        expected = {"none": "nothing reported", "router": "router", "engine": "engine"}[r.layer_side]
+        mode = "translate (OpenAI chat)" if r.mode == "openai" else "pass-through (Anthropic)"
+        lines.append(f"| {r.layer_side} | {r.fault} | {mode} | {', '.join(r.checks) or '—'} | {r.verdict} | {expected} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    rows = matrix()
+    print(render(rows))
+    for r in rows:
+        if r.layer_side == "none":
+            for o in r.observations:
+                if o.lost or o.mappings:
+                    print(f"\n[{r.mode}] {o.name}: mappings={o.mappings}\n  lost={o.lost}")
