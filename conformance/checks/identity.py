@@ -1,0 +1,66 @@
+"""Model identity (`identity.*`): the model that answered is the one asked for, turn after turn.
+
+Rules:
+- The expected model is the one the suite asked for, or the served model the user mapped it to
+  (`--conformance-model-map ALIAS=SERVED`: a router alias answered by a named backend model).
+- Outcomes: `passed` when the response names the expected model (a dated snapshot name
+  `NAME-2025...` counts as NAME); `unverifiable` when the target only echoes the alias it was
+  sent while the user expects a different served model (LiteLLM does this) — an honest "cannot
+  tell", never a pass; `unverifiable` too when the response names no model; `failed` otherwise
+  (a router fell back silently, or a different tier answered).
+- `identity.model_stable` compares the answering model across the turns of one agent loop.
+"""
+
+from __future__ import annotations
+
+import re
+
+from conformance.checks.registry import register, violation
+from conformance.failures import Violation
+
+MODEL_MATCHES = register(
+    "identity.model_matches",
+    "the model that answered is the one asked for (or the served model it is mapped to)",
+    likely_cause=(
+        "router fallback or a misconfigured alias: a different model answered silently (a "
+        "fallback list, a cooldown after upstream errors, or a model map pointing elsewhere)"
+    ),
+).id
+
+MODEL_STABLE = register(
+    "identity.model_stable",
+    "the same model answers every turn of an agent loop",
+    likely_cause=(
+        "the router load-balances or falls back between different models mid-session (rate "
+        "limits, cooldowns), so one conversation is answered by several models"
+    ),
+).id
+
+_SNAPSHOT_SUFFIX = re.compile(r"^-(?:\d{4}-?\d{2}-?\d{2}|\d{8}|latest)$")
+
+
+def same_model(seen: str, expected: str) -> bool:
+    if seen == expected:
+        return True
+    if seen.startswith(expected) and _SNAPSHOT_SUFFIX.match(seen[len(expected):]):
+        return True
+    # Routers often report "provider/model" or the reverse; compare the last path segment.
+    return seen.rsplit("/", 1)[-1] == expected.rsplit("/", 1)[-1] and "/" in (seen + expected)
+
+
+def judge_model(seen: str | None, sent: str | None, expected: str | None, *, turn: int | None = None
+                ) -> tuple[str, Violation | None, str]:
+    """(outcome, violation or None, note) for one exchange's answering model."""
+    expected = expected or sent
+    if not expected:
+        return "unverifiable", None, "the request names no model"
+    if not seen:
+        return "unverifiable", None, "the response names no model, so which model answered cannot be verified"
+    if same_model(seen, expected):
+        return "passed", None, f"answered by {seen}"
+    if sent and seen == sent and expected != sent:
+        return ("unverifiable", None,
+                f"the target only echoes the alias {sent!r}; whether {expected!r} answered cannot be verified")
+    return "failed", violation(
+        MODEL_MATCHES, f"model {seen!r} answered, not {expected!r}",
+        expected=expected, seen=seen, pointer="/model", turn=turn), ""

@@ -1,0 +1,102 @@
+"""Failure folders: what a bug report attaches, one folder per failing test.
+
+Rules:
+- `reports/failures/<test id>/` holds: `failure.txt` (format_failure, the one renderer),
+  `violations.json`, per exchange N the exact request (`N.request.json` with headers redacted and
+  `N.request.body`, the bytes sent), the raw response (`N.response.raw`) and its chunks with
+  arrival times (`N.response.chunks.jsonl`), `curl.sh` (the key comes from $CONFORMANCE_API_KEY,
+  never from the file), `reproduce.txt` (the `conformance replay` / pytest command lines) and
+  `versions.json`.
+- Secrets never reach disk: credentials in headers are replaced by `<redacted:...>`; captured
+  bodies are already redacted by the capture proxy.
+- `prepare(report_dir)` clears what a previous run left (results, failures, summary) so reports
+  describe one run; it touches only files this module and the summary writer create.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shlex
+import shutil
+from pathlib import Path
+from typing import Any
+
+from conformance.failures import Violation, format_failure
+from conformance.suite.client import redact_headers
+
+_SECRET_HEADERS = {"x-api-key", "authorization"}
+
+
+def prepare(report_dir: Path) -> None:
+    report_dir = Path(report_dir)
+    for sub in ("results", "failures"):
+        shutil.rmtree(report_dir / sub, ignore_errors=True)
+    for name in ("summary.md",):
+        (report_dir / name).unlink(missing_ok=True)
+    report_dir.mkdir(parents=True, exist_ok=True)
+
+
+def curl_command(method: str, url: str, headers: dict[str, str], body_file: str, *, stream: bool) -> str:
+    parts = ["curl", "-sS"]
+    if stream:
+        parts.append("-N")
+    parts += ["-X", method, shlex.quote(url)]
+    for name, value in sorted(headers.items()):
+        low = name.lower()
+        if low == "x-api-key":
+            parts += ["-H", '"x-api-key: $CONFORMANCE_API_KEY"']
+        elif low == "authorization":
+            parts += ["-H", '"Authorization: Bearer $CONFORMANCE_API_KEY"']
+        elif low in ("content-length", "host"):
+            continue
+        else:
+            parts += ["-H", shlex.quote(f"{name}: {value}")]
+    parts += ["--data-binary", shlex.quote(f"@{body_file}")]
+    return " ".join(parts)
+
+
+def write_failure_folder(
+    folder: Path,
+    *,
+    title: str,
+    violations: list[Violation],
+    exchanges: list[Any],  # conformance.suite.session.Sent
+    reproduce: list[str],
+    versions: dict[str, str],
+    extra: dict[str, str] | None = None,
+) -> Path:
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "failure.txt").write_text(
+        format_failure(title, violations, reproduce=reproduce, extra=extra) + "\n", encoding="utf-8")
+    (folder / "violations.json").write_text(
+        json.dumps([v.to_dict() for v in violations], indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    curls = ["#!/bin/sh", "# Re-send the exact requests of this failure. The key is read from the environment.",
+             'cd "$(dirname "$0")"']
+    for n, sent in enumerate(exchanges, 1):
+        raw = sent.raw
+        body_file = f"{n}.request.body"
+        (folder / body_file).write_bytes(raw.request_body)
+        (folder / f"{n}.request.json").write_text(json.dumps({
+            "note": sent.note, "method": raw.method, "url": raw.url,
+            "headers": redact_headers(raw.request_headers), "body": sent.request,
+        }, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        (folder / f"{n}.response.raw").write_bytes(raw.body())
+        with (folder / f"{n}.response.chunks.jsonl").open("w", encoding="utf-8") as fh:
+            fh.write(json.dumps({"status": raw.status, "headers": raw.response_headers, "error_kind": raw.error_kind,
+                                 "error": raw.error, "elapsed": round(raw.elapsed, 6),
+                                 "first_content_at": raw.first_content_at}, ensure_ascii=False) + "\n")
+            for t, data in raw.chunks:
+                try:
+                    rec = {"t": round(t, 6), "data": data.decode("utf-8")}
+                except UnicodeDecodeError:
+                    rec = {"t": round(t, 6), "b64": base64.b64encode(data).decode("ascii")}
+                fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        stream = isinstance(sent.request, dict) and sent.request.get("stream") is True
+        curls.append(f"# {n}: {sent.note or raw.url}")
+        curls.append(curl_command(raw.method, raw.url, raw.request_headers, body_file, stream=stream))
+    (folder / "curl.sh").write_text("\n".join(curls) + "\n", encoding="utf-8")
+    (folder / "reproduce.txt").write_text("\n".join(reproduce) + "\n", encoding="utf-8")
+    (folder / "versions.json").write_text(json.dumps(versions, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return folder

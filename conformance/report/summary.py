@@ -1,0 +1,106 @@
+"""reports/summary.md: a matrix of captures (rows) x checks (columns), versions on top.
+
+Rules:
+- Built only from the results record (conformance.results); never re-derives a verdict.
+- A row is a capture (client/version/case) or, for tests not tied to a capture, the test id;
+  a cell is the worst outcome recorded for that row and check, in the order
+  failed > error > warning > unverifiable > passed > info > skipped.
+- `normalize(text)` removes what changes between identical runs (timestamps, the target's port,
+  durations) so the self-tests can snapshot the matrix.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import Counter
+from pathlib import Path
+
+from conformance.results import Result, read_results
+
+_RANK = {"failed": 6, "error": 5, "warning": 4, "unverifiable": 3, "passed": 2, "info": 1, "skipped": 0}
+SYMBOL = {"failed": "FAIL", "error": "ERROR", "warning": "warn", "unverifiable": "?", "passed": "ok",
+          "info": "info", "skipped": "-"}
+
+
+def row_of(r: Result) -> str:
+    if r.client and r.client_version and r.case:
+        return f"{r.client}/{r.client_version}/{r.case}"
+    return r.case or r.test_id
+
+
+def matrix(results: list[Result]) -> tuple[list[str], list[str], dict[tuple[str, str], str]]:
+    cells: dict[tuple[str, str], str] = {}
+    for r in results:
+        key = (row_of(r), r.check_id)
+        if key not in cells or _RANK[r.outcome] > _RANK[cells[key]]:
+            cells[key] = r.outcome
+    rows = sorted({k[0] for k in cells})
+    cols = sorted({k[1] for k in cells})
+    return rows, cols, cells
+
+
+def render(results: list[Result], meta: dict[str, str]) -> str:
+    rows, cols, cells = matrix(results)
+    counts = Counter(cells.values())
+    out = ["# Conformance summary", ""]
+    for key, value in meta.items():
+        out.append(f"- **{key}**: {value or '(unknown)'}")
+    out.append("")
+    total = sum(counts.values())
+    out.append(f"{total} verdicts: " + ", ".join(f"{counts[o]} {o}" for o in _RANK if counts.get(o)))
+    out.append("")
+    if not rows:
+        out.append("No results were recorded.")
+        return "\n".join(out) + "\n"
+    # Columns are long dotted ids: number them and give a legend under the table.
+    out.append("| capture / test | " + " | ".join(f"c{i + 1}" for i in range(len(cols))) + " |")
+    out.append("|---|" + "---|" * len(cols))
+    for row in rows:
+        out.append(f"| {row} | " + " | ".join(SYMBOL.get(cells.get((row, c), ""), "") for c in cols) + " |")
+    out.append("")
+    out.append("Checks:")
+    for i, c in enumerate(cols):
+        out.append(f"- c{i + 1}: `{c}`")
+    out.append("")
+    out.append("Legend: ok passed, FAIL failed, ? unverifiable (the target does not reveal it), "
+               "warn warning, - skipped. Failure folders: `failures/<test id>/`.")
+    failed = [r for r in results if r.outcome in ("failed", "error")]
+    if failed:
+        out.append("")
+        out.append("## Failures")
+        seen: set[tuple[str, str]] = set()
+        for r in sorted(failed, key=lambda r: (row_of(r), r.check_id)):
+            if (r.test_id, r.check_id) in seen:
+                continue
+            seen.add((r.test_id, r.check_id))
+            where = f" — `{r.artifacts}`" if r.artifacts else ""
+            out.append(f"- `{r.test_id}` **{r.check_id}**: {r.message}{where}")
+    return "\n".join(out) + "\n"
+
+
+def write_summary(report_dir: Path, meta: dict[str, str]) -> Path | None:
+    report_dir = Path(report_dir)
+    results_dir = report_dir / "results"
+    if not results_dir.is_dir():
+        return None
+    results = read_results(results_dir)
+    meta = {"generated": time.strftime("%Y-%m-%d %H:%M:%S"), **meta}
+    path = report_dir / "summary.md"
+    path.write_text(render(results, meta), encoding="utf-8")
+    return path
+
+
+_VOLATILE = [
+    (re.compile(r"^- \*\*generated\*\*: .*$", re.M), "- **generated**: <time>"),
+    (re.compile(r"https?://127\.0\.0\.1:\d+"), "http://127.0.0.1:<port>"),
+    (re.compile(r"https?://localhost:\d+"), "http://localhost:<port>"),
+    (re.compile(r"\b\d+(\.\d+)?s\b"), "<n>s"),
+    (re.compile(r"conformance-run [0-9a-f]{12}"), "conformance-run <token>"),
+]
+
+
+def normalize(text: str) -> str:
+    for pattern, repl in _VOLATILE:
+        text = pattern.sub(repl, text)
+    return text

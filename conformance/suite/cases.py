@@ -1,0 +1,134 @@
+"""Which captures the suite replays, and how one captured exchange is replayed.
+
+Rules:
+- The corpus is `--conformance-captures` (a folder or one file), else the bundled captured/
+  (`conformance.data.captured_dir()`); `--conformance-client` filters by client. Loaded once per
+  process (collection) and kept in the config stash.
+- A corpus that yields no capture is not a vacuous pass: the tests are parametrized with a
+  single `no-captures` case that fails with `suite.corpus.present`.
+- Replay is byte-exact by default: the captured body bytes are sent unless the suite had to
+  change the body (model rewrite to what the target serves, salt); changes go through the
+  mutators of `conformance.suite.client`.
+- Exchanges of one test share memoised results through `session.cache` (the replay of a
+  capture is judged by several tests: incremental delivery, variants, stop sequences).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from conformance.captures import Capture, CaptureFormatError, Exchange, load_captures
+
+_CASES = pytest.StashKey[tuple]()
+
+
+@dataclass(frozen=True)
+class NoCaptures:
+    reason: str
+    id: str = "no-captures"
+
+
+def _corpus(config) -> Path:
+    opt = config.getoption("conformance_captures", None)
+    if opt:
+        return Path(opt)
+    from conformance.data import captured_dir
+
+    return captured_dir()
+
+
+def all_cases(config) -> tuple[list[Capture], str]:
+    """(captures, why-empty) for this run, loaded once."""
+    cached = config.stash.get(_CASES, None)
+    if cached is not None:
+        return cached
+    root = _corpus(config)
+    client = config.getoption("conformance_client", None) or "all"
+    why = ""
+    try:
+        caps = load_captures(root) if root.exists() else []
+        if not root.exists():
+            why = f"captures path {root} does not exist"
+    except CaptureFormatError as exc:
+        raise pytest.UsageError(f"conformance: {exc}") from None
+    caps = [c for c in caps if c.main_exchanges()]
+    if client != "all":
+        caps = [c for c in caps if c.client == client]
+    caps.sort(key=lambda c: c.id)
+    if not caps and not why:
+        why = f"no capture with a model request under {root}" + (f" for client {client}" if client != "all" else "")
+    config.stash[_CASES] = (caps, why)
+    return caps, why
+
+
+def capture_api(capture: Capture) -> str:
+    mains = capture.main_exchanges()
+    return mains[0].request.api if mains else "other"
+
+
+def parametrize(metafunc, select=lambda c: True) -> None:
+    caps, why = all_cases(metafunc.config)
+    chosen = [c for c in caps if select(c)]
+    if not caps:
+        metafunc.parametrize("capture", [NoCaptures(why)], ids=["no-captures"])
+        return
+    metafunc.parametrize("capture", chosen, ids=[c.id for c in chosen])
+
+
+def fail_no_captures(ctx, capture: NoCaptures) -> None:
+    from conformance.checks import suite as S
+
+    ctx.check(S.CORPUS_PRESENT, False, capture.reason, expected="at least one capture", seen="none")
+    ctx.finish("no captures to replay")
+
+
+def require_api(ctx, api: str) -> None:
+    """Skip (with the reason) when the target does not serve this capture's API."""
+    if ctx.session.target_down() is None and not ctx.session.serves(api):
+        pytest.skip(f"the target does not serve the {api} API (--conformance-api {ctx.session.config.api}); "
+                    f"pass --conformance-api {api} to test it anyway")
+
+
+def prepared_body(ctx, exchange: Exchange) -> tuple[dict | None, bytes]:
+    """The body the suite sends for a captured exchange: (parsed, bytes)."""
+    from conformance.suite.client import salted, serialize, with_model
+
+    req = exchange.request
+    body = req.body
+    if not isinstance(body, dict):
+        return None, req.body_bytes()
+    changed = body
+    model = ctx.session.model_for(body.get("model"), ctx.settings)
+    changed = with_model(changed, model)
+    if ctx.settings.salt:
+        changed = salted(changed, req.api, ctx.settings.run_token)
+    if changed is body:
+        return body, req.body_bytes()
+    return changed, serialize(changed)
+
+
+def replay(ctx, capture: Capture, *, judge: bool = True):
+    """Replay every model request of a capture in order; [(Sent, verdict)] (memoised per process)."""
+    key = ("replay", capture.id, ctx.settings.salt, ctx.settings.model)
+    cached = ctx.session.cache.get(key)
+    if cached is not None and not judge:
+        ctx.exchanges.extend(s for s, _ in cached)
+        return cached
+    out = []
+    for turn, ex in enumerate(capture.main_exchanges(), 1):
+        body, data = prepared_body(ctx, ex)
+        sent = ctx.send(ex.request.api, ex.request.path, body or {}, captured_headers=ex.request.headers,
+                        query=ex.request.query, note=ex.note or f"exchange {turn}", body=data)
+        expect = ctx.settings.served_model((body or {}).get("model"))
+        if judge:
+            verdict = ctx.judge(sent, expect_model=expect, turn=turn)
+        else:
+            from conformance.checks.exchange import check_exchange
+
+            verdict = check_exchange(sent.raw, sent.request, api=sent.api, expect_model=expect, turn=turn)
+        out.append((sent, verdict))
+    ctx.session.cache[key] = out
+    return out

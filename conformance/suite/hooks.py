@@ -1,0 +1,207 @@
+"""What the plugin's hooks do, kept out of plugin.py so the entry point stays a few lines each.
+
+Rules:
+- `configure` builds the SuiteSession only when a target is given (the plugin is inert
+  otherwise), and makes the bundled suite the collected path when the user named none.
+- The controller process (no xdist `workerinput`) owns the report folder: it clears the
+  previous run's results at the start and writes summary.md, the baseline file and the
+  testsuite properties; workers only append results.
+- The baseline gate works per test in `apply_baseline`: a test failing exactly as the baseline
+  lists is reported xfailed with the reason; any other difference fails the test.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conformance.suite.config import ConfigError, SuiteConfig, cli_layer, raw_options
+from conformance.suite.session import SuiteSession
+
+
+def _is_controller(config) -> bool:
+    return not hasattr(config, "workerinput")
+
+
+def configure(config: pytest.Config, key, suite_dir: Path) -> None:
+    cli = cli_layer(config)
+    if not cli.get("target"):
+        return
+    try:
+        base = SuiteConfig.resolve(cli)
+        baseline = None
+        if base.baseline is not None:
+            from conformance.report.baseline import BaselineError, load
+
+            try:
+                baseline = load(base.baseline)
+            except BaselineError as exc:
+                raise ConfigError(str(exc)) from None
+    except ConfigError as exc:
+        raise pytest.UsageError(f"conformance: {exc}") from None
+    workerinput = getattr(config, "workerinput", None)
+    token = (workerinput or {}).get("conformance_run_token") or os.environ.get("CONFORMANCE_RUN_TOKEN") \
+        or uuid.uuid4().hex[:12]
+    base = base.replace(run_token=token, raw_options=raw_options(config))
+    session = SuiteSession(base, worker=(workerinput or {}).get("workerid"))
+    session.cli_layer = {k: v for k, v in cli.items() if v is not None}
+    session.baseline = baseline
+    config.stash[key] = session
+    if _is_controller(config) and config.args_source != pytest.Config.ArgsSource.ARGS:
+        config.args[:] = [str(suite_dir)]
+    if _is_controller(config):
+        from conformance.report.artifacts import prepare
+
+        prepare(session.report_dir)
+
+
+def configure_node(node, key) -> None:
+    session = node.config.stash.get(key, None)
+    if session is not None:
+        node.workerinput["conformance_run_token"] = session.config.run_token
+
+
+def sessionstart(pytest_session: pytest.Session, session: SuiteSession) -> None:
+    if not _is_controller(pytest_session.config):
+        return
+    session.detect_versions()
+    try:
+        from _pytest.junitxml import xml_key
+    except ImportError:  # pragma: no cover - pytest internals moved
+        return
+    xml = pytest_session.config.stash.get(xml_key, None)
+    if xml is None:
+        return
+    cfg = session.config
+    props = {
+        "target": cfg.target or "",
+        "api": cfg.api,
+        "model": cfg.model or "(captured)",
+        "engine_version": session.versions.get("engine", ""),
+        "router_version": session.versions.get("router", ""),
+        "suite_version": session.versions.get("suite", ""),
+        "run_token": cfg.run_token,
+    }
+    for name, value in props.items():
+        xml.add_global_property(name, value)
+
+
+def deselect_opt_in(config: pytest.Config, items: list, suite_dir: Path, markers: tuple[str, ...]) -> None:
+    """Without -m, leave out opt-in markers (live, load, context) of the bundled suite."""
+    if config.getoption("markexpr", ""):
+        return
+    keep, drop = [], []
+    for item in items:
+        in_suite = suite_dir in Path(str(item.path)).resolve().parents
+        if in_suite and any(item.get_closest_marker(m) for m in markers):
+            drop.append(item)
+        else:
+            keep.append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def settings_for(node, session: SuiteSession, overrides: dict | None) -> SuiteConfig:
+    """marker > command line > fixture override > default."""
+    marker: dict = {}
+    for mark in reversed(list(node.iter_markers("conformance"))):  # closest last, so it wins
+        marker.update(mark.kwargs)
+    try:
+        resolved = SuiteConfig.resolve(overrides or {}, session.cli_layer, marker)
+    except ConfigError as exc:
+        pytest.fail(f"conformance settings of {node.nodeid}: {exc}", pytrace=False)
+    return resolved.replace(run_token=session.config.run_token, raw_options=session.config.raw_options)
+
+
+# ----------------------------------------------------------------------------- baseline gate
+def apply_baseline(item, call, report, session: SuiteSession) -> None:
+    baseline = getattr(session, "baseline", None)
+    if baseline is None:
+        return
+    from conformance.failures import ConformanceFailure
+    from conformance.report.baseline import compare
+    from conformance.suite.context import test_key
+
+    known = baseline.for_test(test_key(item))
+    if report.failed:
+        exc = call.excinfo.value if call.excinfo is not None else None
+        if not isinstance(exc, ConformanceFailure):
+            return
+        failing = {v.check_id for v in exc.violations if v.is_error}
+        new, fixed = compare(known, failing)
+        if not new and not fixed:
+            report.outcome = "skipped"
+            report.wasxfail = "known failure (baseline): " + "; ".join(
+                f"{c}: {known[c]}" for c in sorted(failing))
+            return
+        text = []
+        if new:
+            text.append(f"new failure(s) not in the baseline {baseline.path}: {', '.join(sorted(new))}")
+        if fixed:
+            text.append(f"known failure(s) that no longer happen: {', '.join(sorted(fixed))} — update the baseline")
+        report.sections.append(("conformance baseline", "\n".join(text)))
+    elif report.passed and known:
+        report.outcome = "failed"
+        report.longrepr = (
+            f"baseline {baseline.path} lists known failure(s) for {test_key(item)} "
+            f"({', '.join(sorted(known))}) but the test passed: the stack changed; update the baseline "
+            f"(--conformance-baseline-write FILE) and keep the reasons")
+
+
+# ----------------------------------------------------------------------------- end of session
+def finish(pytest_session: pytest.Session, session: SuiteSession) -> None:
+    config = pytest_session.config
+    if not _is_controller(config):
+        return
+    from conformance.report.summary import write_summary
+
+    cfg = session.config
+    meta = {
+        "target": cfg.target or "",
+        "api": cfg.api,
+        "model": cfg.model or "(captured)",
+        "engine": session.versions.get("engine", ""),
+        "router": session.versions.get("router", ""),
+        "suite": session.versions.get("suite", ""),
+        "salt": "on" if cfg.salt else "off",
+    }
+    session.summary_path = write_summary(session.report_dir, meta)
+    if cfg.baseline_write is not None:
+        from conformance.report.baseline import write
+        from conformance.results import read_results
+
+        failures: dict[str, set[str]] = {}
+        messages: dict[str, str] = {}
+        results_dir = session.results_dir
+        for r in read_results(results_dir) if results_dir.is_dir() else []:
+            if r.outcome in ("failed", "error"):
+                failures.setdefault(r.test_id, set()).add(r.check_id)
+                messages.setdefault(r.test_id, r.message[:120])
+        session.baseline_written = write(cfg.baseline_write, failures, target=cfg.target or "", messages=messages)
+
+
+def terminal_summary(tr, session: SuiteSession) -> None:
+    if not _is_controller(tr.config):
+        return
+    tr.write_sep("-", "conformance")
+    cfg = session.config
+    tr.write_line(f"target {cfg.target}  api {cfg.api}  run token {cfg.run_token}"
+                  + ("  (salted)" if cfg.salt else ""))
+    versions = ", ".join(f"{k} {v}" for k, v in sorted(session.versions.items()))
+    if versions:
+        tr.write_line(f"versions: {versions}")
+    path = getattr(session, "summary_path", None)
+    if path:
+        tr.write_line(f"summary: {path}")
+    failures = session.report_dir / "failures"
+    if failures.is_dir() and any(failures.iterdir()):
+        tr.write_line(f"failure folders (request, raw response, curl, replay command): {failures}/")
+    written = getattr(session, "baseline_written", None)
+    if written:
+        tr.write_line(f"baseline written: {written}")
+    if session.target_down():
+        tr.write_line(f"the target went down: {session.target_down()}", red=True)

@@ -1,0 +1,87 @@
+"""Per-API protocol tests derived from the first capture of each API (test id = the API).
+
+- test_error_envelope: a deliberately invalid request (`messages` not a list) must be refused
+  with a 4xx in the API's error envelope (the wire core's check_error judges the envelope and
+  the status that goes with its type).
+- test_nonstream: the captured request with `stream: false` gets a complete response of the
+  API's non-stream shape (stop_sequence present and nullable, usage, stop_reason non-null).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.checks import suite as S
+from conformance.checks.exchange import protocol
+from conformance.suite import cases
+from conformance.suite.cases import capture_api, prepared_body, require_api
+
+
+def pytest_generate_tests(metafunc):
+    if "api_capture" not in metafunc.fixturenames:
+        return
+    caps, why = cases.all_cases(metafunc.config)
+    firsts = {}
+    for c in caps:
+        api = capture_api(c)
+        if api in ("anthropic", "openai") and api not in firsts:
+            firsts[api] = c
+    if not firsts:
+        metafunc.parametrize("api_capture", [cases.NoCaptures(why or "no capture of a model API")],
+                             ids=["no-captures"])
+        return
+    apis = sorted(firsts)
+    metafunc.parametrize("api_capture", [firsts[a] for a in apis], ids=apis)
+
+
+def _start(ctx, capture):
+    if isinstance(capture, cases.NoCaptures):
+        cases.fail_no_captures(ctx, capture)
+    ctx.api = capture_api(capture)
+    require_api(ctx, ctx.api)
+    return capture.main_exchanges()[0]
+
+
+def test_error_envelope(api_capture, conformance_ctx):
+    ctx = conformance_ctx
+    first = _start(ctx, api_capture)
+    body, _ = prepared_body(ctx, first)
+    invalid = dict(body or {})
+    invalid["messages"] = "this is not a list of messages"
+    invalid["stream"] = False
+    sent = ctx.send(ctx.api, first.request.path, invalid, captured_headers=first.request.headers,
+                    query=first.request.query, note="deliberately invalid: messages is a string")
+    raw = sent.raw
+    if raw.status is None:
+        ctx.judge(sent)  # transport failure: reported by the exchange judge (reachable / deadline)
+    elif 200 <= raw.status < 300:
+        ctx.check(S.ERROR_ENVELOPE, False, "the target accepted a request whose messages is not a list",
+                  expected="a 4xx error in the API's error envelope", seen=f"HTTP {raw.status}",
+                  pointer="/messages")
+    else:
+        violations = protocol(ctx.api).check_error(raw.status, raw.body())
+        errors = [v for v in violations if v.is_error]
+        if errors:
+            for v in violations:
+                ctx.outcome(v.check_id, "failed" if v.is_error else "warning", violations=[v])
+            ctx.outcome(S.ERROR_ENVELOPE, "failed", message=errors[0].message)
+        else:
+            ctx.check(S.ERROR_ENVELOPE, 400 <= raw.status < 500,
+                      "an invalid request was answered with a server error, not a 4xx",
+                      expected="4xx (invalid_request_error)", seen=f"HTTP {raw.status}",
+                      pass_message=f"HTTP {raw.status} in the {ctx.api} error envelope")
+    ctx.finish(f"{ctx.api}: error envelope")
+
+
+def test_nonstream(api_capture, conformance_ctx):
+    ctx = conformance_ctx
+    first = _start(ctx, api_capture)
+    body, _ = prepared_body(ctx, first)
+    if body is None:
+        pytest.skip("the first captured request has no JSON body")
+    derived = {k: v for k, v in body.items() if k != "stream_options"}
+    derived["stream"] = False
+    sent = ctx.send(ctx.api, first.request.path, derived, captured_headers=first.request.headers,
+                    query=first.request.query, note="the captured request with stream: false")
+    ctx.judge(sent, expect_model=ctx.settings.served_model(derived.get("model")))
+    ctx.finish(f"{ctx.api}: non-stream response")

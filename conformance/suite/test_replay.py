@@ -1,0 +1,258 @@
+"""Replay every captured request against the target and judge what comes back.
+
+Each test is parametrized over the captures (test id = client/version/case):
+- test_replay: every model request of the capture, byte-exact by default, judged with
+  check_exchange (accepted, stream grammar to the last event, tools structured and valid,
+  model identity, deadlines);
+- test_stream_incremental: content events of the replayed streams arrive spread over time;
+- test_quoted_variant: the prompt wrapped in literal double quotes (as opencode sends it) gets
+  the same verdict and the same answering model;
+- test_count_tokens: count_tokens answers for the request (Claude Code captures: it calls it);
+- test_stop_sequence: a stop sequence taken from the target's own answer ends generation with
+  stop_reason stop_sequence and the matched string.
+"""
+
+from __future__ import annotations
+
+import re
+
+from conformance.checks import identity
+from conformance.checks import suite as S
+from conformance.checks.tools import message_text
+from conformance.suite import cases
+from conformance.suite.cases import NoCaptures, capture_api, replay, require_api
+
+
+def pytest_generate_tests(metafunc):
+    if "capture" not in metafunc.fixturenames:
+        return
+    name = metafunc.function.__name__
+    if name == "test_count_tokens":
+        cases.parametrize(metafunc, lambda c: capture_api(c) == "anthropic" and c.client == "claude-code")
+    elif name in ("test_quoted_variant", "test_stop_sequence"):
+        cases.parametrize(metafunc, lambda c: capture_api(c) in ("anthropic", "openai"))
+    else:
+        cases.parametrize(metafunc)
+
+
+def _start(ctx, capture):
+    if isinstance(capture, NoCaptures):
+        cases.fail_no_captures(ctx, capture)
+    ctx.for_capture(capture)
+    require_api(ctx, ctx.api)
+    return ctx
+
+
+def test_replay(capture, conformance_ctx):
+    ctx = _start(conformance_ctx, capture)
+    replay(ctx, capture)
+    ctx.finish(f"{capture.id}: the target does not serve what the client sent")
+
+
+# --------------------------------------------------------------------------- incremental delivery
+def _content_times(events, api: str) -> list[float]:
+    times = []
+    for ev in events:
+        t = getattr(ev, "t", None)
+        if t is None:
+            continue
+        if api == "anthropic":
+            if ev.event in ("content_block_delta", "content_block_start"):
+                times.append(t)
+        elif ev.data and ev.data.strip() != "[DONE]" and '"delta"' in ev.data and (
+                '"content":"' in ev.data.replace(" ", "") or "tool_calls" in ev.data or "reasoning" in ev.data):
+            times.append(t)
+    return times
+
+
+def judge_incremental(events, api: str, elapsed: float) -> tuple[str, str]:
+    """(outcome, text): content must not all arrive at the end of the stream."""
+    times = _content_times(events, api)
+    last = max((getattr(e, "t", None) or 0.0) for e in events) if events else 0.0
+    if len(times) < 3:
+        return "unverifiable", f"only {len(times)} content event(s): too short to tell"
+    spread = last - times[0]
+    # A buffered stream releases everything in one write: the first content event arrives
+    # within a millisecond of the last event. Anything streaming spreads over generation time.
+    threshold = max(0.001, 0.02 * last)
+    if spread < threshold:
+        return "failed", (f"all {len(times)} content events arrived within {spread * 1000:.2f} ms of the end "
+                          f"of the stream (first content at {times[0]:.3f}s, stream end at {last:.3f}s)")
+    return "passed", f"content spread over {spread * 1000:.1f} ms"
+
+
+def test_stream_incremental(capture, conformance_ctx):
+    ctx = _start(conformance_ctx, capture)
+    judged = 0
+    for turn, (sent, verdict) in enumerate(replay(ctx, capture, judge=False), 1):
+        if not verdict.stream or not verdict.events or verdict.errors:
+            continue
+        judged += 1
+        outcome, text = judge_incremental(verdict.events, sent.api, sent.raw.elapsed)
+        if outcome == "failed":
+            ctx.check(S.STREAM_INCREMENTAL, False, "the stream was delivered all at once at the end",
+                      expected="content events spread over the generation time", seen=text, turn=turn)
+        else:
+            ctx.outcome(S.STREAM_INCREMENTAL, outcome, message=text, turn=turn)
+    if not judged:
+        ctx.outcome(S.STREAM_INCREMENTAL, "unverifiable",
+                    message="no complete, valid stream to judge (see test_replay for this capture)")
+    ctx.finish(f"{capture.id}: the stream is buffered")
+
+
+# --------------------------------------------------------------------------- wire variants
+def _answer_identity(sent, verdict, headers: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    if verdict.answered_model:
+        out["model"] = verdict.answered_model
+    for name in headers:
+        value = sent.raw.response_headers.get(name.lower())
+        if value:
+            out[name.lower()] = value
+    return out
+
+
+def test_quoted_variant(capture, conformance_ctx):
+    from conformance.suite.cases import prepared_body
+    from conformance.suite.client import quoted, serialize
+
+    ctx = _start(conformance_ctx, capture)
+    base_sent, base = replay(ctx, capture, judge=False)[0]
+    first = capture.main_exchanges()[0]
+    body, _ = prepared_body(ctx, first)
+    variant_body = quoted(body or {})
+    if variant_body is None:
+        ctx.outcome(S.VARIANTS_VERDICT, "unverifiable", message="the request has no user prompt text to quote")
+        ctx.finish()
+        return
+    sent = ctx.send(first.request.api, first.request.path, variant_body, captured_headers=first.request.headers,
+                    query=first.request.query, note="prompt wrapped in literal double quotes",
+                    body=serialize(variant_body))
+    from conformance.checks.exchange import check_exchange
+
+    variant = check_exchange(sent.raw, variant_body, api=sent.api,
+                             expect_model=ctx.settings.served_model(variant_body.get("model")), turn=1)
+    a, b = set(base.failed_checks), set(variant.failed_checks)
+    ctx.check(S.VARIANTS_VERDICT, a == b, "the quoted prompt got a different verdict from the bare prompt",
+              expected=f"failing checks {sorted(a) or 'none'} (bare prompt)",
+              seen=f"failing checks {sorted(b) or 'none'} (quoted prompt)",
+              pass_message=f"same verdict: {sorted(a) or 'all passed'}")
+    ida = _answer_identity(base_sent, base, ctx.settings.model_headers)
+    idb = _answer_identity(sent, variant, ctx.settings.model_headers)
+    common = sorted(set(ida) & set(idb))
+    if not common:
+        ctx.outcome(S.VARIANTS_SAME_MODEL, "unverifiable",
+                    message="the target reveals no answering model or tier for one of the variants")
+    else:
+        differ = [k for k in common if not identity.same_model(idb[k], ida[k])]
+        ctx.check(S.VARIANTS_SAME_MODEL, not differ,
+                  "a different model or tier answered the quoted prompt",
+                  expected=", ".join(f"{k}={ida[k]}" for k in common),
+                  seen=", ".join(f"{k}={idb[k]}" for k in common), pointer="/model",
+                  pass_message=", ".join(f"{k}={ida[k]}" for k in common))
+    ctx.finish(f"{capture.id}: the quoted wire variant is treated differently")
+
+
+# --------------------------------------------------------------------------- count_tokens
+def test_count_tokens(capture, conformance_ctx):
+    from conformance.suite.cases import prepared_body
+    from conformance.suite.client import count_tokens_body
+
+    ctx = _start(conformance_ctx, capture)
+    first = capture.main_exchanges()[0]
+    if first.request.path.endswith("/count_tokens"):
+        body, _ = prepared_body(ctx, first)
+    else:
+        body = count_tokens_body(prepared_body(ctx, first)[0] or {})
+    base_path = first.request.path.rstrip("/")
+    path = base_path if base_path.endswith("/count_tokens") else base_path + "/count_tokens"
+    sent = ctx.send("anthropic", path, body, captured_headers=first.request.headers, query=first.request.query,
+                    note="count_tokens for the captured request")
+    verdict = ctx.judge(sent)
+    if S.COUNT_TOKENS not in verdict.outcomes and not verdict.errors:
+        ctx.outcome(S.COUNT_TOKENS, "passed")
+    ctx.finish(f"{capture.id}: count_tokens")
+
+
+# --------------------------------------------------------------------------- stop sequences
+_WORD = re.compile(r"[A-Za-z]{4,}")
+
+
+def _pick_stop(text: str) -> str | None:
+    words = [m for m in _WORD.finditer(text)]
+    if len(words) < 3:
+        return None
+    # A word from the middle: the answer must go on past it, and it must not occur earlier.
+    for m in words[len(words) // 2:]:
+        if text.find(m.group(0)) == m.start():
+            return m.group(0)
+    return None
+
+
+def _reached(text: str, before: str, stop: str) -> bool:
+    """Did generation get to `stop`? It is in the text, or the text is the earlier answer cut
+    right where `stop` begins (the engine stopped but reported another reason)."""
+    if stop in text:
+        return True
+    head = text.rstrip()
+    return bool(head) and before.startswith(head) and before[len(head):].lstrip().startswith(stop)
+
+
+def test_stop_sequence(capture, conformance_ctx):
+    from conformance.suite.cases import prepared_body
+    from conformance.suite.client import serialize
+
+    ctx = _start(conformance_ctx, capture)
+    api = ctx.api
+    base_sent, base = replay(ctx, capture, judge=False)[0]
+    first = capture.main_exchanges()[0]
+    body, _ = prepared_body(ctx, first)
+    before = message_text(base.message, api)
+    stop = _pick_stop(before)
+    if body is None or stop is None:
+        ctx.outcome(S.STOP_SEQUENCE, "unverifiable",
+                    message="the target's answer to this request has too little text to pick a stop sequence from")
+        ctx.finish()
+        return
+    derived = dict(body)
+    if api == "anthropic":
+        derived["stop_sequences"] = [stop]
+    else:
+        derived["stop"] = [stop]
+    sent = ctx.send(api, first.request.path, derived, captured_headers=first.request.headers,
+                    query=first.request.query, note=f"stop sequence {stop!r}", body=serialize(derived))
+    from conformance.checks.exchange import check_exchange
+
+    verdict = check_exchange(sent.raw, derived, api=api)
+    if verdict.errors:
+        ctx.outcome(S.STOP_SEQUENCE, "failed", violations=verdict.errors,
+                    message=f"the request with stop sequence {stop!r} failed: {verdict.errors[0].message}")
+        ctx.finish(f"{capture.id}: stop sequence")
+        return
+    msg = verdict.message or {}
+    text = message_text(msg, api)
+    cut_before = before[: before.find(stop)]  # the answer up to where the stop sequence begins
+    if api == "anthropic":
+        reason, matched = msg.get("stop_reason"), msg.get("stop_sequence")
+        if reason == "stop_sequence":
+            ctx.check(S.STOP_SEQUENCE, matched == stop, "stop_reason is stop_sequence but the matched string is wrong",
+                      expected=f"stop_sequence {stop!r}", seen=f"stop_sequence {matched!r}", pointer="/stop_sequence")
+        elif _reached(text, before, stop):
+            ctx.check(S.STOP_SEQUENCE, False, "generation reached the stop sequence but it was not reported",
+                      expected=f"stop_reason 'stop_sequence' and stop_sequence {stop!r}",
+                      seen=f"stop_reason {reason!r}, stop_sequence {matched!r}, text {text[-80:]!r}",
+                      pointer="/stop_reason")
+        else:
+            ctx.outcome(S.STOP_SEQUENCE, "unverifiable",
+                        message=f"the answer took another path and never reached {stop!r} (stop_reason {reason!r})")
+    else:
+        reason = msg.get("finish_reason")
+        if stop in text:
+            ctx.check(S.STOP_SEQUENCE, False, "the answer runs past the stop sequence",
+                      expected=f"generation stopped before {stop!r}", seen=f"text {text[-80:]!r}", pointer="/content")
+        elif reason == "stop" and cut_before.strip().startswith(text.strip()[:20]):
+            ctx.outcome(S.STOP_SEQUENCE, "passed", message=f"stopped before {stop!r} (finish_reason stop)")
+        else:
+            ctx.outcome(S.STOP_SEQUENCE, "unverifiable",
+                        message=f"the answer did not reach {stop!r} (finish_reason {reason!r})")
+    ctx.finish(f"{capture.id}: stop sequence not honoured")
