@@ -47,7 +47,7 @@ ARG_NAMES = {
 }
 PATH_ARGS = ("path",)
 
-_WORKDIR = re.compile(r"Working directory:\s*(\S+)")
+_WORKDIR = re.compile(r"working directory:\s*(\S+)", re.I)
 _TEMPLATE = re.compile(r"\{\{\s*([^}|]+?)\s*((?:\|\s*[a-z_]+\s*)*)\}\}")
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.S)
 _WRAPPER_LINE = re.compile(r"^\s*(</?(file|content)>|<path>.*</path>|<type>.*</type>)\s*$")
