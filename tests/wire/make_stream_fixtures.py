@@ -1,4 +1,4 @@
-"""Builds the byte fixtures in fixtures/streams/ (run: python tests/wire/make_fixtures.py).
+"""Builds the byte fixtures in fixtures/streams/ (run: python tests/wire/make_stream_fixtures.py).
 
 Each fixture is a raw response body as a client would receive it (an SSE stream, or a JSON body
 for non-stream responses and errors), shaped like the real wire: Anthropic ids `msg_01...`,
@@ -6,7 +6,7 @@ for non-stream responses and errors), shaped like the real wire: Anthropic ids `
 first chunk, the usage chunk and `data: [DONE]`. The invalid fixtures each inject ONE fault
 class; `index.json` says which check ids must catch it (and the FAULTS.md row, if it is one).
 
-tests/wire/test_fixtures.py regenerates the set in memory and fails if the files on disk differ,
+tests/wire/test_wire_fixtures.py regenerates the set in memory and fails if the files on disk differ,
 so the bytes and this builder never drift apart.
 """
 
@@ -332,7 +332,7 @@ def o_tool_stream(finish: str = "tool_calls", calls: int = 1) -> list:
     out = [o_chunk([o_delta({"role": "assistant", "content": None})])]
     out += o_tool_call(0, "call_8f0a1b2c3d4e5f60", "read", ['{"filePath', '": "/work/project/src/main.py"}'])
     if calls > 1:
-        out += o_tool_call(1, "call_1a2b3c4d5e6f7081", "glob", ['{"pattern": "**/*.py"}'])
+        out += o_tool_call(1, "call_1a2b3c4d5e6f7081", "glob", ['{"pattern": ', '"**/*.py"}'])
     out.append(o_chunk([o_delta({}, finish)]))
     out.append(o_chunk([], usage=USAGE))
     return [*out, "[DONE]"]
@@ -462,7 +462,7 @@ def render() -> dict[str, bytes]:
         "format": "conformance.stream-fixtures", "version": 1,
         "about": "Raw response bodies (SSE streams, JSON responses, error bodies). valid: must pass with no error "
                  "(warnings listed); invalid: must be flagged with at least one of `checks`; `fault` is the "
-                 "FAULTS.md row it reproduces. Built by tests/wire/make_fixtures.py.",
+                 "FAULTS.md row it reproduces. Built by tests/wire/make_stream_fixtures.py.",
         "fixtures": index}, indent=1) + "\n").encode()
     return files
 

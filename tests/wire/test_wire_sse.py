@@ -1,0 +1,132 @@
+"""The SSE decoder: WHATWG interpretation, offsets, times, framing violations, any chunking."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conformance.sse import SSEDecoder, decode
+
+STREAM = (
+    b"\xef\xbb\xbf: hello comment\n"
+    b"event: message_start\r\ndata: {\"a\": 1}\r\n\r\n"
+    b"data:first\rdata: second\r\rid: 7\nretry: 1500\nevent: x\ndata\n\n"
+    b"data: caf\xc3\xa9 \xe2\x98\x95\n\n"
+    b"event: only-name\n\n"
+    b"retry: soon\nid: a\x00b\nfoo: bar\ndata: {}\n\n"
+)
+
+
+def _shape(events):
+    return [(e.event, e.data, e.id, e.retry, e.offset, e.index) for e in events]
+
+
+def test_fields_line_endings_bom_and_comments_follow_whatwg():
+    events, violations = decode(STREAM)
+    assert _shape(events) == [
+        ("message_start", '{"a": 1}', None, None, STREAM.index(b"event: message_start"), 1),
+        (None, "first\nsecond", None, None, STREAM.index(b"data:first"), 2),
+        ("x", "", "7", 1500, STREAM.index(b"id: 7"), 3),  # bare `data` line: empty value, still dispatched
+        (None, "caf\u00e9 \u2615", "7", None, STREAM.index(b"data: caf"), 4),  # id persists (last event id)
+        (None, "{}", "7", None, STREAM.index(b"retry: soon"), 5),  # bad retry and id with NUL: ignored
+    ]
+    assert [v.check_id for v in violations] == ["sse.event.no_data"]
+    assert violations[0].where.event_type == "only-name"
+
+
+def test_offsets_point_at_the_event_in_the_raw_bytes():
+    events, _ = decode(STREAM)
+    for ev in events:
+        line = STREAM[ev.offset:].split(b"\n", 1)[0]
+        assert line.startswith((b"event:", b"data", b"id:", b"retry:"))
+
+
+def test_arrival_time_is_the_chunk_that_completed_the_event():
+    dec = SSEDecoder()
+    assert dec.feed(b"event: a\ndata: 1", t=0.5) == []
+    [ev] = dec.feed(b"\n\n", t=2.25)
+    assert (ev.event, ev.data, ev.t, ev.offset) == ("a", "1", 2.25, 0)
+    assert dec.close() == [] and dec.violations == []
+
+
+def test_cr_at_chunk_end_then_lf_is_one_line_ending():
+    dec = SSEDecoder()
+    out = dec.feed(b"data: a\r") + dec.feed(b"\n") + dec.feed(b"\r") + dec.feed(b"\ndata: b\n\n")
+    out += dec.close()
+    assert [e.data for e in out] == ["a", "b"]
+    assert out[1].offset == 11
+
+
+def test_bom_split_across_chunks_is_skipped_once():
+    dec = SSEDecoder()
+    out = dec.feed(b"\xef") + dec.feed(b"\xbb") + dec.feed(b"\xbfdata: x\n\n\xef\xbb\xbfdata: y\n\n")
+    # only the leading BOM is special; a later one is part of the field name (an unknown field)
+    assert [e.data for e in out] == ["x"]
+
+
+def test_stream_ending_mid_event_is_a_violation_not_an_event():
+    events, violations = decode(b"event: message_stop\ndata: {\"type\":\"message_stop\"}\n")
+    assert events == []
+    [v] = violations
+    assert v.check_id == "sse.stream.ends_mid_event" and v.is_error
+    assert v.where.event_type == "message_stop" and v.where.byte_offset == 0
+
+
+def test_unterminated_last_line_is_reported():
+    events, violations = decode(b"data: 1\n\ndata: {\"partial")
+    assert [e.data for e in events] == ["1"]
+    assert [v.check_id for v in violations] == ["sse.stream.ends_mid_event"]
+    assert violations[0].where.byte_offset == 9
+
+
+def test_non_utf8_is_recorded_and_decoding_goes_on():
+    events, violations = decode(b"data: caf\xe9\n\ndata: ok\n\n")
+    assert [e.data for e in events] == ["caf\ufffd", "ok"]
+    [v] = violations
+    assert v.check_id == "sse.encoding.utf8" and v.where.byte_offset == 9
+
+
+def test_missing_event_name_only_matters_where_required():
+    body = b"data: {\"type\": \"ping\"}\n\n"
+    assert decode(body)[1] == []
+    [v] = decode(body, require_event_name=True)[1]
+    assert v.check_id == "sse.event.name_missing" and v.where.event_index == 1
+
+
+def test_decode_accepts_bytes_list_of_bytes_and_timed_chunks():
+    a = decode(STREAM)
+    b = decode([STREAM[:10], STREAM[10:]])
+    c = decode([(0.1, STREAM[:50]), (0.2, STREAM[50:])])
+    assert _shape(a[0]) == _shape(b[0]) == _shape(c[0])
+    assert {e.t for e in c[0]} <= {0.1, 0.2}
+
+
+def test_feed_after_close_is_a_programming_error():
+    dec = SSEDecoder()
+    dec.close()
+    with pytest.raises(RuntimeError):
+        dec.feed(b"data: x\n\n")
+
+
+@st.composite
+def chunkings(draw, data: bytes):
+    cuts = sorted(draw(st.lists(st.integers(0, len(data)), max_size=40)))
+    out, prev = [], 0
+    for c in cuts + [len(data)]:
+        out.append(data[prev:c])
+        prev = c
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(chunkings(STREAM + b"data: tail-without-end"))
+def test_any_chunking_gives_the_same_events_and_violations(chunks):
+    whole = decode(STREAM + b"data: tail-without-end")
+    dec = SSEDecoder()
+    events = []
+    for c in chunks:
+        events += dec.feed(c)
+    events += dec.close()
+    assert _shape(events) == _shape(whole[0])
+    assert dec.violations == whole[1]
