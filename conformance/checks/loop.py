@@ -71,3 +71,11 @@ register(
     "HTTP error); the exchange checks say which.",
     likely_cause="target down, hung or refusing the request: see the suite.* / protocol violations of the turn",
 )
+register(
+    "loop.client_finished",
+    "The real client CLI finished the task by itself within its deadline",
+    description="The installed Claude Code / opencode CLI must exit 0, without reporting an error, before "
+    "the run's deadline.",
+    likely_cause="the client retries or waits forever on a response it cannot use (e.g. an incomplete "
+    "message_start), or the target hangs; see the exchange violations of the same run",
+)

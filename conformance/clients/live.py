@@ -1,0 +1,282 @@
+"""Run the real Claude Code / opencode CLI on one scenario and judge the traffic and the result.
+
+Rules:
+- The CLI is the installed binary itself: given by path, or `CONFORMANCE_CLAUDE_BIN` /
+  `CONFORMANCE_OPENCODE_BIN`, or found on PATH (`claude`, `opencode`). Nothing is downloaded here.
+- Offline settings from PEERS.md: a scratch HOME (and XDG dirs) per run, Claude Code with
+  `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1`, opencode with
+  `OPENCODE_DISABLE_MODELS_FETCH=1 OPENCODE_DISABLE_AUTOUPDATE=1` and a provider in the project's
+  `opencode.json`. The CLI's base URL is the capture proxy (`conformance.proxy`), which forwards
+  to the target byte for byte and records every exchange; each recorded model exchange is then
+  judged by `check_exchange`, so a wire fault is named even when the CLI swallows it.
+- Model output must not run on the host: Claude Code runs with `--permission-mode acceptEdits`
+  (file edits only; Bash needs an approval nobody gives in `-p` mode), opencode with
+  `permission: {bash: deny, webfetch: deny}`; both work in a temporary project directory seeded
+  from the scenario.
+- Every run has a wall-clock deadline; at the deadline the CLI's process group (started by this
+  module, `start_new_session`) is killed and the run fails with `loop.client_finished`.
+- The task's completion is checked on disk with the scenario's checks (`loop.completion_check`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import conformance.checks.loop  # noqa: F401  (registers loop.*)
+from conformance.captures import Capture, save_capture
+from conformance.checks.registry import violation
+from conformance.failures import ConformanceFailure, Violation
+from conformance.loop.sandbox import Sandbox
+from conformance.loop.scenarios import Scenario, check_completion
+from conformance.transport import RawExchange
+
+CLIENTS = ("claude-code", "opencode")
+_BIN_NAMES = {"claude-code": "claude", "opencode": "opencode"}
+_BIN_ENV = {"claude-code": "CONFORMANCE_CLAUDE_BIN", "opencode": "CONFORMANCE_OPENCODE_BIN"}
+_SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+class ClientNotFound(FileNotFoundError):
+    pass
+
+
+def find_binary(client: str, path: str | Path | None = None) -> Path:
+    """The CLI to run: `path`, else the env variable, else PATH. Clear error when absent."""
+    if client not in CLIENTS:
+        raise ValueError(f"client must be one of {CLIENTS}, got {client!r}")
+    given = path or os.environ.get(_BIN_ENV[client])
+    if given:
+        p = Path(given)
+        if p.is_dir():
+            p = p / _BIN_NAMES[client]
+        if not (p.is_file() and os.access(p, os.X_OK)):
+            raise ClientNotFound(f"{client}: {p} is not an executable file (from "
+                                 f"{'the path given' if path else _BIN_ENV[client]})")
+        return p
+    found = shutil.which(_BIN_NAMES[client])
+    if not found:
+        pkg = "@anthropic-ai/claude-code" if client == "claude-code" else "opencode-ai"
+        raise ClientNotFound(
+            f"{client}: `{_BIN_NAMES[client]}` is not on PATH and {_BIN_ENV[client]} is not set; install it with "
+            f"`npm install --prefix DIR {pkg}` and set {_BIN_ENV[client]}=DIR/node_modules/.bin/{_BIN_NAMES[client]}")
+    return Path(found)
+
+
+def client_version(binary: Path, timeout: float = 30) -> str:
+    try:
+        out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=timeout,
+                             stdin=subprocess.DEVNULL, env={"PATH": _SAFE_PATH, "HOME": tempfile.gettempdir()})
+        return (out.stdout.strip().split() or ["unknown"])[0]
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+
+
+@dataclass
+class LiveReport:
+    client: str
+    version: str
+    scenario: str
+    target: str
+    command: list[str]
+    exit_code: int | None
+    timed_out: bool
+    elapsed: float
+    deadline: float
+    stdout: str
+    stderr: str
+    project: str
+    exchanges: int = 0
+    violations: list[Violation] = field(default_factory=list)
+    capture: Capture | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def errors(self) -> list[Violation]:
+        return [v for v in self.violations if v.is_error]
+
+    @property
+    def passed(self) -> bool:
+        return not self.errors
+
+    @property
+    def check_ids(self) -> list[str]:
+        return sorted({v.check_id for v in self.errors})
+
+    def title(self) -> str:
+        head = f"live {self.client} {self.version} on {self.scenario} against {self.target}"
+        if self.passed:
+            return f"{head}: completed in {self.elapsed:.1f}s over {self.exchanges} exchanges"
+        how = f"killed at the {self.deadline:g}s deadline" if self.timed_out else f"exit {self.exit_code}"
+        return f"{head}: failed ({how}, {self.exchanges} exchanges, {', '.join(self.check_ids)})"
+
+    def raise_for_failure(self) -> None:
+        if not self.passed:
+            raise ConformanceFailure(self.title(), self.violations, extra={
+                "command": " ".join(self.command), "project": self.project,
+                "stdout (tail)": self.stdout[-600:], "stderr (tail)": self.stderr[-600:]})
+
+
+def _env_claude(home: Path, base_url: str, api_key: str) -> dict[str, str]:
+    return {"PATH": _SAFE_PATH, "HOME": str(home), "TMPDIR": str(home / "tmp"), "ANTHROPIC_BASE_URL": base_url,
+            "ANTHROPIC_API_KEY": api_key, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1"}
+
+
+def _env_opencode(home: Path) -> dict[str, str]:
+    return {"PATH": _SAFE_PATH, "HOME": str(home), "TMPDIR": str(home / "tmp"),
+            "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local" / "share"),
+            "XDG_CACHE_HOME": str(home / ".cache"), "XDG_STATE_HOME": str(home / ".local" / "state"),
+            "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1"}
+
+
+def opencode_config(base_url: str, api_key: str, model: str, api: str = "openai") -> dict:
+    """The project's opencode.json: one local provider pointing at the proxy (PEERS.md)."""
+    npm = "@ai-sdk/openai-compatible" if api == "openai" else "@ai-sdk/anthropic"
+    return {
+        "$schema": "https://opencode.ai/config.json",
+        "provider": {"conformance": {"npm": npm, "name": "conformance",
+                                     "options": {"baseURL": base_url.rstrip("/") + "/v1", "apiKey": api_key},
+                                     "models": {model: {"name": model}}}},
+        "model": f"conformance/{model}",
+        "permission": {"bash": "deny", "webfetch": "deny"},
+        "autoupdate": False,
+        "share": "disabled",
+    }
+
+
+def _raw_from_exchange(ex, base_url: str) -> RawExchange:
+    req = ex.request
+    raw = RawExchange("POST", base_url.rstrip("/") + req.url_path, dict(req.headers), req.body_bytes())
+    if ex.response is None:
+        raw.error_kind = "read"
+        raw.error = f"no response was recorded ({ex.note or 'the client went away or was killed at the deadline'})"
+        return raw
+    raw.status = ex.response.status
+    raw.response_headers = dict(ex.response.headers)
+    raw.chunks = [(c.t, c.data) for c in ex.response.chunks]
+    if "upstream broke" in (ex.note or ""):
+        raw.error_kind, raw.error = "read", ex.note
+    return raw
+
+
+def judge_capture(capture: Capture, base_url: str, *, expect_model: str | None = None) -> tuple[list[Violation], int]:
+    """Judge every recorded model exchange; violations carry the exchange number as the turn."""
+    from conformance.checks.exchange import check_exchange
+
+    out: list[Violation] = []
+    n = 0
+    for ex in capture.main_exchanges():
+        n += 1
+        raw = _raw_from_exchange(ex, base_url)
+        body = ex.request.body if isinstance(ex.request.body, dict) else {}
+        verdict = check_exchange(raw, body, api=ex.request.api, expect_model=expect_model, turn=n)
+        out.extend(verdict.violations)
+    return out, n
+
+
+def run_live(client: str, scenario: Scenario, target: str, *, binary: str | Path | None = None,
+             model: str | None = None, expect_model: str | None = None, api_key: str = "sk-conformance-live",
+             api: str | None = None, deadline: float = 180.0, values: dict | None = None,
+             rng_seed: int | None = None, workdir: str | Path | None = None,
+             artifacts_dir: str | Path | None = None, use_proxy: bool = True) -> LiveReport:
+    """Run `client` on `scenario` against `target` (through the capture proxy) and judge it."""
+    import random
+
+    from conformance.proxy import CaptureRecorder, CaseInfo, serve_proxy_in_thread
+
+    exe = find_binary(client, binary)
+    version = client_version(exe)
+    if values is None:
+        values = scenario.draw(random.Random(rng_seed))
+    base = Path(tempfile.mkdtemp(prefix=f"live-{client}-{scenario.id}-", dir=workdir))
+    project, home = base / "project", base / "home"
+    (home / "tmp").mkdir(parents=True)
+    project.mkdir()
+    sandbox = Sandbox(project, client)  # only to seed and read back; the CLI runs its own tools
+    sandbox.seed(scenario.seed_files(values))
+    api = api or ("anthropic" if client == "claude-code" else "openai")
+    model = model or "reference-model"
+    recorder = CaptureRecorder(CaseInfo(case=f"live-{scenario.id}", description=f"live {client} run of {scenario.id}"),
+                               None)
+    proxy_ctx = serve_proxy_in_thread(target, recorder) if use_proxy else None
+    base_url = proxy_ctx.__enter__() if proxy_ctx is not None else target
+    start = time.monotonic()
+    try:
+        if client == "claude-code":
+            env = _env_claude(home, base_url, api_key)
+            cmd = [str(exe), "-p", scenario.prompt, "--output-format", "json", "--permission-mode", "acceptEdits",
+                   "--model", model]
+        else:
+            env = _env_opencode(home)
+            (project / "opencode.json").write_text(json.dumps(opencode_config(base_url, api_key, model, api), indent=1))
+            cmd = [str(exe), "run", scenario.prompt]
+        proc = subprocess.Popen(cmd, cwd=project, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True)
+        timed_out = False
+        try:
+            stdout, stderr = proc.communicate(timeout=deadline)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # the group this call started, nothing else
+            except ProcessLookupError:
+                pass
+            try:
+                stdout, stderr = proc.communicate(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                stdout, stderr = b"", b""
+        elapsed = time.monotonic() - start
+    finally:
+        if proxy_ctx is not None:
+            time.sleep(0.2)  # let the proxy record the last exchange of a killed client
+            proxy_ctx.__exit__(None, None, None)
+    capture = recorder.capture()
+    report = LiveReport(client, version, scenario.id, target, cmd, proc.returncode, timed_out, elapsed, deadline,
+                        stdout.decode("utf-8", "replace"), stderr.decode("utf-8", "replace"), str(project),
+                        capture=capture)
+    if use_proxy:
+        wire, n = judge_capture(capture, base_url, expect_model=expect_model)
+        report.violations.extend(wire)
+        report.exchanges = n
+    problems = []
+    if timed_out:
+        problems.append(f"still running at the {deadline:g}s deadline (killed)")
+    elif proc.returncode != 0:
+        problems.append(f"exited with code {proc.returncode}")
+    if client == "claude-code" and report.stdout.strip():
+        try:
+            doc = json.loads(report.stdout.strip().splitlines()[-1])
+            report.details = {k: doc.get(k) for k in ("subtype", "is_error", "num_turns", "stop_reason",
+                                                        "terminal_reason", "result", "permission_denials")}
+            if doc.get("is_error"):
+                problems.append(f"reported an error: {str(doc.get('result'))[:200]}")
+        except (json.JSONDecodeError, IndexError):
+            pass
+    if problems:
+        report.violations.append(violation(
+            "loop.client_finished", f"{client} {version} did not finish the task: {'; '.join(problems)}",
+            expected=f"exit 0 within {deadline:g}s", seen=f"exit {proc.returncode} after {elapsed:.1f}s"))
+    for f in check_completion(scenario, values, sandbox.read_text):
+        report.violations.append(violation(
+            "loop.completion_check", f"{f.file}: the completion check `{f.rule}` does not hold",
+            expected=f.expected, seen=f.seen))
+    if artifacts_dir is not None:
+        folder = Path(artifacts_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        if capture.exchanges:
+            save_capture(capture, folder / "traffic.json")
+        (folder / "stdout.txt").write_text(report.stdout)
+        (folder / "stderr.txt").write_text(report.stderr)
+    if report.passed:
+        shutil.rmtree(base, ignore_errors=True)
+    return report
