@@ -102,9 +102,12 @@ async def errors_middleware(request: web.Request, handler):
             f"Not found: {request.method} {request.path} is not served by the reference engine",
             status=404, kind="not_found_error"), request.app[STATE].faults)
     except web.HTTPMethodNotAllowed as e:
-        return error_response(api_of(request.path), InvalidRequest(
+        api = api_of(request.path)
+        # The Anthropic API documents no 405: an unsupported method is a route it does not have.
+        status, kind = (404, "not_found_error") if api == "anthropic" else (405, "invalid_request_error")
+        return error_response(api, InvalidRequest(
             f"Method {request.method} not allowed on {request.path} (allowed: {', '.join(sorted(e.allowed_methods))})",
-            status=405, kind="invalid_request_error"), request.app[STATE].faults)
+            status=status, kind=kind), request.app[STATE].faults)
     except web.HTTPException:
         raise
     except Exception as e:  # a bug in the engine must not look like a wire-level success or kill it
@@ -301,8 +304,8 @@ def build_app(config: EngineConfig) -> web.Application:
     app = web.Application(client_max_size=BODY_LIMIT, middlewares=[errors_middleware, record_middleware])
     app[STATE] = state
     r = app.router
-    r.add_route("GET", "/", health)  # GET also answers HEAD
-    r.add_route("GET", "/health", health)
+    r.add_get("/", health, allow_head=True)  # Claude Code sends HEAD / first
+    r.add_get("/health", health, allow_head=True)
     r.add_route("GET", "/v1/models", models)
     r.add_route("GET", "/v1/models/{model}", model_one)
     r.add_route("GET", "/_conformance/received", received)
