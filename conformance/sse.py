@@ -14,7 +14,9 @@ Rules (facts from the WHATWG HTML standard, section 9.2.6 "Interpreting an event
 
 What this module adds for a judge: every event keeps the byte offset of its first line in the
 raw stream, its 1-based number and the arrival time of the chunk that completed it. Framing
-problems never raise: they become violations in `SSEDecoder.violations` — bytes that are not
+problems never raise: they become violations in `SSEDecoder.violations` — a leading BOM on a
+wire that dispatches on event names (a warning: WHATWG allows it, but the anthropic and openai
+Python SDKs do not strip it and lose the first event's name — measured here), bytes that are not
 UTF-8 (decoded with replacement so the stream can still be judged), a stream ending mid-event
 (the event a client would drop), an event with a name but no data (dropped by clients) and, on
 wires that dispatch on the event name (Anthropic: the SDKs switch on `event:`), data with no
@@ -50,6 +52,13 @@ register(
     "every event carries an `event:` name (the Anthropic SDKs dispatch on it and drop unnamed events)",
     likely_cause="a router translating from OpenAI chat emits `data:` lines only, as OpenAI does; "
     "the Anthropic wire needs `event: <type>` before each `data:` line",
+)
+register(
+    "sse.stream.bom",
+    "the stream does not open with a byte-order mark (legal per WHATWG, but the official SDKs keep it)",
+    severity="warning",
+    likely_cause="a proxy or framework writes a UTF-8 BOM before the body; the anthropic and openai Python SDKs "
+    "do not strip it, so the first event's `event:` name is lost and message_start is dropped",
 )
 register(
     "sse.event.no_data",
@@ -108,6 +117,17 @@ class SSEDecoder:
             if buf.startswith(_BOM):
                 buf = buf[3:]
                 base += 3
+                if self.require_event_name:  # only the event name is lost by the SDKs (measured)
+                    self.violations.append(
+                        violation(
+                            "sse.stream.bom",
+                            "the stream opens with a UTF-8 BOM; the official SDKs do not strip it and lose the "
+                            "first event's name",
+                            expected="no BOM",
+                            seen="EF BB BF",
+                            byte_offset=0,
+                        )
+                    )
         if self._skip_lf:
             self._skip_lf = False
             if buf[:1] == b"\n":
