@@ -31,6 +31,9 @@ from typing import Any
 import httpx
 
 from conformance import transport
+from conformance.checks import context as _context_checks  # noqa: F401  (registers the context.* ids)
+from conformance.checks import load as _load_checks  # noqa: F401  (registers the load.* ids)
+from conformance.checks import reasoning as _reasoning_checks  # noqa: F401  (registers the reasoning.* ids)
 from conformance.checks import registry
 from conformance.failures import ConformanceFailure, Violation
 from conformance.results import Result

@@ -38,6 +38,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from conformance.checks import context as _context_checks  # noqa: F401  (registers the context.* ids)
 from conformance.checks import registry
 from conformance.probes.common import (
     ProbeOutcome,
@@ -473,13 +474,15 @@ async def over_limit_outcome(probe: ContextProbe, factor: float = OVER_LIMIT) ->
     if a.accepted:
         usage = a.usage_tokens(api)
         recalled = a.recalled(api)
-        figures.update(usage_input_tokens=usage, depth0_needle_recalled=recalled)
-        truncated = (usage is not None and usage < a.tokens * (1 - TOLERANCE)) or not recalled
+        cut = not recalled and stop_reason(a.message, api) == "max_tokens"
+        figures.update(usage_input_tokens=usage, depth0_needle_recalled=recalled, answer_cut_by_max_tokens=cut)
+        truncated = (usage is not None and usage < a.tokens * (1 - TOLERANCE)) or (not recalled and not cut)
         if truncated:
             evidence = []
             if usage is not None:
                 evidence.append(f"usage reports {usage} input tokens")
-            evidence.append("the needle at depth 0 was " + ("recalled" if recalled else "lost"))
+            evidence.append("the needle at depth 0 was " + (
+                "recalled" if recalled else "not answered (the answer was cut by max_tokens)" if cut else "lost"))
             v = registry.violation("context.over_limit_refused",
                                    f"{head} was accepted and silently truncated ({'; '.join(evidence)})",
                                    expected="a 4xx refusal naming the limit", seen=f"HTTP {raw.status}; {'; '.join(evidence)}")

@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from conformance.checks import load as _load_checks  # noqa: F401  (registers the load.* ids)
 from conformance.checks import registry
 from conformance.probes.common import (
     ProbeOutcome,
@@ -143,8 +144,9 @@ async def interference_probe(target: Target, *, limit: int | None = None, long_f
     else:
         interference = ProbeOutcome(
             "load.interference", "info",
-            f"short p50 latency x{figures['short_latency_ratio']} and throughput /{figures['short_throughput_ratio']} "
-            f"with one {sized.tokens}-token request in flight ({figures['overlap']})", [], figures)
+            f"with one {sized.tokens}-token request in flight, short requests: p50 latency "
+            f"x{figures['short_latency_ratio']} (with/without), throughput cost x{figures['short_throughput_ratio']} "
+            f"(without/with); {figures['overlap']}", [], figures)
 
     par_lat = [r.latency for r in parallel if r.ok]
     pfig = {"parallel": parallel_long, "long_tokens": sized.tokens,

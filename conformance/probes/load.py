@@ -27,6 +27,7 @@ from typing import Any
 
 import httpx
 
+from conformance.checks import load as _load_checks  # noqa: F401  (registers the load.* ids)
 from conformance.checks import registry
 from conformance.failures import Violation
 from conformance.probes.common import (
@@ -169,6 +170,7 @@ class LevelStats:
     records: list[ExchangeRecord] = field(default_factory=list)
     wall_s: float = 0.0
     gone: str | None = None
+    skipped: int = 0  # not sent: the level had already broken
 
     @property
     def failures(self) -> list[ExchangeRecord]:
@@ -188,6 +190,7 @@ class LevelStats:
         return {
             "level": self.level,
             "sent": len(self.records),
+            "not_sent": self.skipped,
             "ok": len(good),
             "wall_s": rounded(self.wall_s),
             "output_tokens": toks,
@@ -223,31 +226,44 @@ def classify(raw: RawExchange, violations: list[Violation]) -> str | None:
 
 
 async def run_level(target: Target, items: list[WorkItem], level: int, *, rounds: int = 1) -> LevelStats:
-    """`level` requests in flight at once, `level * rounds` in all, every exchange judged."""
+    """`level` requests in flight at once, every exchange judged.
+
+    Each level sends the whole workload at least once, and at least `level * rounds` requests.
+    """
     stats = LevelStats(level)
     sem = asyncio.Semaphore(level)
-    total = level * rounds
+    total = max(level * rounds, len(items))
     t0 = time.monotonic()
     limits = httpx.Limits(max_connections=level + 2, max_keepalive_connections=level + 2)
     timeout = httpx.Timeout(target.deadlines.total, connect=target.deadlines.connect)
     async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
 
-        async def one(i: int) -> ExchangeRecord:
+        broken = asyncio.Event()
+
+        async def one(i: int) -> ExchangeRecord | None:
             item = items[i % len(items)]
             # a salt per request: the same prompt twice must not be served from a prefix cache
             body = salt_body(item.body, target.api, f"{target.salt}-c{level}-{i}")
             async with sem:
+                if broken.is_set():
+                    return None  # fail fast: the level already broke; a hung target would cost a deadline each
                 started = time.monotonic() - t0
                 raw = await send(target, body, client=client)
                 finished = time.monotonic() - t0
+                if not raw.ok:
+                    broken.set()  # before judging: the next slot must not start
             judged = await asyncio.to_thread(judge, raw, body, target.api)
             violations = [v.at(exchange=f"concurrency {level}, request {i + 1} ({item.name})")
                           for v in judged.violations]
             kind = classify(raw, violations)
+            if kind is not None:
+                broken.set()
             return ExchangeRecord(level, i, item.name, raw, violations, kind,
                                   output_tokens(judged.message, target.api), started, finished)
 
-        stats.records = list(await asyncio.gather(*(one(i) for i in range(total))))
+        done = await asyncio.gather(*(one(i) for i in range(total)))
+        stats.records = [r for r in done if r is not None]
+        stats.skipped = total - len(stats.records)
     stats.wall_s = time.monotonic() - t0
     if not stats.ok:
         stats.gone = await target_gone(target)
@@ -287,6 +303,8 @@ class LoadReport:
         where = ("already with a single request in flight (not a load problem alone)" if broken.level == 1
                  else f"at concurrency {broken.level} (ramp {planned}; passed at {', '.join(map(str, passed_levels)) or 'none'})")
         msg = f"broke {where}: {len(broken.failures)} of {len(broken.records)} requests failed: {what}"
+        if broken.skipped:
+            msg += f" ({broken.skipped} more not sent once it broke)"
         if broken.gone:
             msg += f"; {broken.gone}"
         first = broken.failures[0]
@@ -306,8 +324,11 @@ class LoadReport:
 
     def throughput(self) -> ProbeOutcome:
         rows = [s.figures() for s in self.levels]
-        parts = [f"c={r['level']}: {r['output_tokens_per_s']} tok/s, TTFT p50 {r['ttft_p50_s']}s p95 {r['ttft_p95_s']}s"
-                 for r in rows]
+        def sec(x: float | None) -> str:
+            return "n/a" if x is None else f"{x}s"
+
+        parts = [f"c={r['level']}: {r['output_tokens_per_s']} tok/s, TTFT p50 {sec(r['ttft_p50_s'])} "
+                 f"p95 {sec(r['ttft_p95_s'])}" for r in rows]
         return ProbeOutcome("load.throughput", "info", "; ".join(parts) or "no level ran", [], {"levels": rows})
 
     def table(self) -> str:
