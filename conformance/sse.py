@@ -28,6 +28,7 @@ The decoder works a line at a time over a byte buffer (the approach of the anthr
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from conformance.checks.registry import register, violation
@@ -100,6 +101,8 @@ class SSEDecoder:
         self._start: int | None = None  # offset of the first field line of the pending event
         self._last_id: str | None = None
         self._bad_utf8_reported = 0
+        self._unnamed = 0  # events without a name (reported once, with the count at close)
+        self._unnamed_at = -1
 
     # -- public API -----------------------------------------------------------------------
     def feed(self, data: bytes, t: float | None = None) -> list[SSEEvent]:
@@ -178,6 +181,11 @@ class SSEDecoder:
                     byte_offset=self._start,
                 )
             )
+        if self._unnamed > 1:
+            first = self.violations[self._unnamed_at]
+            self.violations[self._unnamed_at] = dataclasses.replace(
+                first, message=f"{first.message} ({self._unnamed} of {self._count} events have no name; "
+                f"the first is shown)")
         self._buf = b""
         return out
 
@@ -245,6 +253,9 @@ class SSEDecoder:
             self._count += 1
             ev = SSEEvent(self._event, "\n".join(self._data), self._last_id, self._retry, start, t, self._count)
             if self.require_event_name and ev.event is None:
+                self._unnamed += 1
+            if self._unnamed == 1 and ev.event is None and self.require_event_name:
+                self._unnamed_at = len(self.violations)
                 self.violations.append(
                     violation(
                         "sse.event.name_missing",

@@ -222,6 +222,7 @@ class StreamMachine:
         self.start_usage: dict[str, Any] | None = None
         self.last_output_tokens: int | None = None
         self.last_event_index = 0
+        self.saw_message_delta = False
         self._noted_unknown: set[str] = set()
 
     # -- helpers --------------------------------------------------------------------------
@@ -404,6 +405,7 @@ class StreamMachine:
 
     def _on_message_delta(self, data: dict, ev: SSEEvent) -> None:
         delta = data.get("delta") if isinstance(data.get("delta"), dict) else {}
+        self.saw_message_delta = True
         if self.message is None:
             self.message = {"content": self.blocks}
         if "stop_reason" in delta:
@@ -455,7 +457,7 @@ class StreamMachine:
             pass  # an unclosed block in a cut stream: the cut is the violation
         if complete and self.message is not None:
             reason = self.message.get("stop_reason")
-            if reason is None:
+            if reason is None and self.saw_message_delta:  # no message_delta at all: the grammar said so
                 self._v(_C + "stop_reason_valid", "the stream ended with stop_reason null", None,
                         event_index=end.index, expected="one of " + ", ".join(STOP_REASONS), seen="null")
             has_tool_use = any(b.get("type") == "tool_use" for b in self.blocks)

@@ -152,6 +152,7 @@ class _Choice:
         self.reasoning: list[str] = []
         self.has_reasoning = False
         self.calls: list[dict[str, Any]] = []
+        self.positions: dict[int, int] = {}  # index the server sent -> position in calls
         self.finish_reason: str | None = None
         self.finished_at: int | None = None
 
@@ -295,10 +296,11 @@ class StreamMachine:
         if args is not None and not isinstance(args, str):
             args = json.dumps(args)  # reported by the schema (tool_arguments_string); keep judging
         n = len(st.calls)
-        if index > n or index < 0:
+        if index not in st.positions and index != n:
             self._v(_C + "tool_call_index", f"tool call index {index} but {n} call(s) so far", ev, kind,
                     expected=f"{n} (a new call) or an existing index < {n}", seen=index, pointer=f"{ptr}/index")
-        if index >= n:
+        if index not in st.positions:
+            st.positions[index] = n
             missing = []
             if not (isinstance(tc.get("id"), str) and tc["id"]):
                 missing.append("id")
@@ -314,7 +316,7 @@ class StreamMachine:
                     "function": {"name": fn.get("name") or "", "arguments": args or ""}, "_event": ev.index}
             st.calls.append(call)
             return
-        call = st.calls[index]
+        call = st.calls[st.positions[index]]
         repeated = [k for k, val in (("id", tc.get("id")), ("function.name", fn.get("name"))) if val]
         if repeated:
             self._v(_C + "tool_call_once", f"tool call {index} repeats " + " and ".join(repeated)
@@ -377,7 +379,7 @@ class StreamMachine:
                     self._v(_C + "finish_reason_valid", f"choice {idx} never got a finish_reason",
                             event_index=end.index if end else None, expected="finish_reason on the last chunk",
                             seen="none", pointer=f"/choices/{idx}/finish_reason")
-        if _include_usage(self.request) and not self.saw_usage_chunk and self.state != ERRORED and self.events:
+        if _include_usage(self.request) and not self.saw_usage_chunk and self.state in (DONE, USAGE, FINISHED):
             self._v(_C + "usage_chunk", "stream_options.include_usage was asked but no usage chunk "
                     "(choices: [] with usage) arrived", event_index=end.index if end else None,
                     expected='a chunk {"choices": [], "usage": {...}} before [DONE]', seen="none")
