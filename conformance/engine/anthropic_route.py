@@ -298,6 +298,8 @@ async def _stream(resp, msg_id, model, blocks, reason, seq, prompt, output, faul
     w = SSEWriter(resp, buffered="buffered-stream" in faults)
     start = {"id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [],
              "stop_reason": None, "stop_sequence": None, "usage": _usage(prompt, 1)}
+    if "usage-inconsistent" in faults:  # output_tokens later "go down"; input_tokens change below
+        start["usage"]["output_tokens"] = output + 10
     if "message-start-incomplete" in faults:
         for k in ("type", "role", "usage"):
             del start[k]

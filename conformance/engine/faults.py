@@ -44,7 +44,7 @@ FAULTS: dict[str, str] = {
     "advertised-context-wrong": "/v1/models advertises max_model_len twice the context the engine accepts",
     "crash-under-concurrency": f"fine alone; past {CRASH_CONCURRENCY_LIMIT} requests in flight the engine process exits",
     "buffered-stream": "streams are buffered and released in one write at the end (no incremental delivery)",
-    "usage-inconsistent": "usage contradicts itself (message_delta input_tokens differs from message_start; totals wrong)",
+    "usage-inconsistent": "usage contradicts itself (message_start output_tokens above the final count, input_tokens changing; totals wrong)",
     "hang": f"accepts the request, then never finishes (closed after {HANG_CAP_SECONDS:.0f} s)",
     "hang-with-pings": f"accepts the request, then sends only pings forever (closed after {HANG_CAP_SECONDS:.0f} s)",
 }

@@ -11,7 +11,7 @@ import time
 import httpx
 import pytest
 
-from .helpers import CLAUDE_TOOLS, OPENAI_TOOLS, anthropic_events, openai_chunks, post
+from .helpers import CLAUDE_TOOLS, OPENAI_TOOLS, anthropic_events, post
 
 CLAUDE_PROMPT = "Create a file named hello.txt whose only content is the text: hello conformance [task:write-static]"
 

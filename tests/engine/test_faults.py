@@ -1,0 +1,265 @@
+"""One test per fault: the fault produces its symptom, judged by the wire core / the suite's
+exchange judge where a check exists, and nothing else (no other error-level check id fails)."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import time
+
+import httpx
+import pytest
+
+from conformance.engine.faults import FAULTS, OUTPUT_CAP_TOKENS, WRONG_MODEL_NAME
+
+from .conftest import engine
+from .helpers import CLAUDE_TOOLS, OPENAI_TOOLS, anthropic_events, post
+
+TOOL_PROMPT = "Create a file named hello.txt whose only content is the text: hello conformance [task:write-static]"
+A_TOOL = {"model": "claude-x", "max_tokens": 4000, "stream": True, "tools": CLAUDE_TOOLS,
+          "messages": [{"role": "user", "content": TOOL_PROMPT}]}
+A_TEXT = {"model": "claude-x", "max_tokens": 4000, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+O_TOOL = {"model": "local/m", "stream": True, "stream_options": {"include_usage": True}, "tools": OPENAI_TOOLS,
+          "messages": [{"role": "user", "content": TOOL_PROMPT}]}
+O_TEXT = {"model": "local/m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+
+
+def judge(url, path, body, api, deadlines=None):
+    from conformance.checks.exchange import check_exchange
+    from conformance.transport import Deadlines, send_sync
+
+    headers = {"content-type": "application/json"}
+    headers.update({"x-api-key": "k", "anthropic-version": "2023-06-01"} if api == "anthropic"
+                   else {"authorization": "Bearer k"})
+    raw = send_sync("POST", url + path, headers=headers, body=json.dumps(body).encode(),
+                    deadlines=deadlines or Deadlines(connect=5, first_content=20, total=30))
+    return check_exchange(raw, body, api=api, expect_model=body.get("model"))
+
+
+def failing(verdict) -> set[str]:
+    return {v.check_id for v in verdict.errors}
+
+
+def assert_only(verdict, allowed: set[str]):
+    got = failing(verdict)
+    assert got, "the fault produced no failing check"
+    assert got <= allowed, f"the fault broke more than it names: {sorted(got - allowed)}"
+
+
+CHECKED = {
+    # fault: [(path, body, api, check ids any of which is the symptom)]
+    "stop-sequence-missing": [("/v1/messages", A_TEXT, "anthropic", {"anthropic.stream.stop_sequence_present"})],
+    "nonstream-stop-sequence-omitted": [("/v1/messages", dict(A_TEXT, stream=False), "anthropic",
+                                         {"anthropic.response.stop_sequence_present"})],
+    "message-start-incomplete": [("/v1/messages", A_TEXT, "anthropic", {"anthropic.stream.message_start_complete"})],
+    "strict-unknown-field": [("/v1/messages", dict(A_TEXT, context_management={"edits": []}), "anthropic",
+                              {"suite.request.accepted"})],
+    "strict-adaptive-effort": [("/v1/messages", dict(A_TEXT, thinking={"type": "adaptive"},
+                                                     output_config={"effort": "xhigh"}), "anthropic",
+                                {"suite.request.accepted"}),
+                               ("/v1/chat/completions", dict(O_TEXT, reasoning_effort="xhigh"), "openai",
+                                {"suite.request.accepted"})],
+    "system-role-in-messages": [("/v1/messages", dict(A_TEXT, messages=[
+        {"role": "user", "content": "hi"}, {"role": "system", "content": "note"}]), "anthropic",
+        {"suite.request.accepted"})],
+    "tool-call-as-text": [("/v1/messages", A_TOOL, "anthropic", {"tools.call_structured"}),
+                          ("/v1/chat/completions", O_TOOL, "openai", {"tools.call_structured"})],
+    "tool-args-invalid-json": [("/v1/messages", A_TOOL, "anthropic",
+                                {"anthropic.stream.tool_input_json", "tools.arguments_schema"}),
+                               ("/v1/chat/completions", O_TOOL, "openai",
+                                {"openai.stream.tool_arguments_json", "tools.arguments_schema"})],
+    "tool-args-not-string": [("/v1/chat/completions", O_TOOL, "openai",
+                              {"openai.stream.tool_arguments_string", "openai.stream.chunk_schema",
+                               "openai.stream.tool_arguments_json", "tools.arguments_schema"})],
+    "tool-stop-reason-wrong": [("/v1/messages", A_TOOL, "anthropic", {"anthropic.stream.tool_use_stop_reason"}),
+                               ("/v1/chat/completions", O_TOOL, "openai", {"openai.stream.finish_reason_tool_calls"})],
+    "tool-use-start-without-input": [("/v1/messages", A_TOOL, "anthropic",
+                                      {"anthropic.stream.tool_use_start_input", "anthropic.stream.event_schema"})],
+    "block-index-broken": [("/v1/messages", A_TOOL, "anthropic",
+                            {"anthropic.stream.block_index", "anthropic.stream.delta_block_type",
+                             "anthropic.stream.grammar"})],
+    "stream-truncated": [("/v1/messages", A_TEXT, "anthropic", {"anthropic.stream.complete"}),
+                         ("/v1/chat/completions", O_TEXT, "openai", {"openai.stream.done"})],
+    "count-tokens-missing": [("/v1/messages/count_tokens", {"model": "m", "messages": [{"role": "user", "content": "x"}]},
+                              "anthropic", {"suite.count_tokens.available"})],
+    "wrong-model": [("/v1/messages", A_TEXT, "anthropic", {"identity.model_matches"}),
+                    ("/v1/chat/completions", O_TEXT, "openai", {"identity.model_matches"})],
+    "usage-inconsistent": [("/v1/messages", A_TEXT, "anthropic", {"anthropic.stream.usage_consistent"})],
+}
+
+
+@pytest.mark.parametrize("fault", sorted(CHECKED))
+def test_fault_symptom_through_the_judge(fault):
+    with engine(fault) as url:
+        for path, body, api, allowed in CHECKED[fault]:
+            assert_only(judge(url, path, body, api), allowed)
+    # and the same requests pass against the conformant engine
+    with engine() as url:
+        for path, body, api, _ in CHECKED[fault]:
+            v = judge(url, path, body, api)
+            assert not v.errors, [str(e) for e in v.errors]
+
+
+def test_error_envelope_wrong():
+    from conformance.protocols import anthropic as A
+    from conformance.protocols import openai as O
+
+    with engine("error-envelope-wrong") as url:
+        s, _, c = post(url, "/v1/messages", {"model": "m", "messages": []})
+        assert s == 400 and {v.check_id for v in A.check_error(s, b"".join(c))} == {"anthropic.error.envelope"}
+        s, _, c = post(url, "/v1/chat/completions", {"model": "m", "messages": []})
+        assert s == 400 and {v.check_id for v in O.check_error(s, b"".join(c))} == {"openai.error.envelope"}
+        # successful answers are untouched
+        assert post(url, "/v1/messages", dict(A_TEXT, stream=False))[0] == 200
+
+
+def test_stop_reason_wrong_on_stop_string():
+    body = dict(A_TEXT, stream=False, stop_sequences=["five"])
+    with engine("stop-reason-wrong-on-stop-string") as url:
+        msg = json.loads(b"".join(post(url, "/v1/messages", body)[2]))
+        assert "five" not in msg["content"][0]["text"]  # generation did stop at the string...
+        assert msg["stop_reason"] == "end_turn" and msg["stop_sequence"] is None  # ...but says end_turn
+        ev = anthropic_events(b"".join(post(url, "/v1/messages", dict(body, stream=True))[2]))
+        delta = [e for e in ev if e["type"] == "message_delta"][0]["delta"]
+        assert delta == {"stop_reason": "end_turn", "stop_sequence": None}
+
+
+def test_output_cap():
+    with engine("output-cap") as url:
+        msg = json.loads(b"".join(post(url, "/v1/messages", dict(A_TEXT, stream=False))[2]))
+        assert msg["stop_reason"] == "max_tokens" and msg["usage"]["output_tokens"] == OUTPUT_CAP_TOKENS
+        out = json.loads(b"".join(post(url, "/v1/chat/completions", dict(O_TEXT, stream=False))[2]))
+        assert out["choices"][0]["finish_reason"] == "length"
+
+
+def test_unbounded_reasoning():
+    body = dict(A_TEXT, stream=False, max_tokens=3000, thinking={"type": "enabled", "budget_tokens": 1024})
+    with engine("unbounded-reasoning") as url:
+        msg = json.loads(b"".join(post(url, "/v1/messages", body)[2]))
+        assert [b["type"] for b in msg["content"]] == ["thinking"] and msg["content"][0]["signature"]
+        assert msg["stop_reason"] == "max_tokens" and msg["usage"]["output_tokens"] == 3000
+        out = json.loads(b"".join(post(url, "/v1/chat/completions", dict(O_TEXT, stream=False, max_tokens=500))[2]))
+        assert out["choices"][0]["finish_reason"] == "length" and not out["choices"][0]["message"]["content"]
+        assert out["choices"][0]["message"]["reasoning_content"]
+
+
+def _needle_prompt(at_start: bool) -> str:
+    filler = " ".join(f"Filler sentence {i} about nothing." for i in range(400))
+    needle = 'The secret phrase is "amber falcon 7".'
+    return (f"{needle} {filler}" if at_start else f"{filler} {needle}") + "\nWhat is the secret phrase?"
+
+
+@pytest.mark.parametrize("faults, depth0, end", [((), True, True), (("context-truncated",), False, True)])
+def test_context_truncated(faults, depth0, end):
+    with engine(*faults) as url:
+        for at_start, want in ((True, depth0), (False, end)):
+            body = {"model": "m", "max_tokens": 100, "messages": [{"role": "user", "content": _needle_prompt(at_start)}]}
+            text = json.loads(b"".join(post(url, "/v1/messages", body)[2]))["content"][0]["text"]
+            assert ("amber falcon 7" in text) == want, text
+
+
+def test_over_limit_not_refused():
+    body = {"model": "m", "max_tokens": 20, "messages": [{"role": "user", "content": "word " * 3000}]}
+    with engine("over-limit-not-refused", max_context=1000) as url:
+        assert post(url, "/v1/messages", body)[0] == 200
+        assert post(url, "/v1/chat/completions", {"model": "m", "messages": body["messages"]})[0] == 200
+    with engine(max_context=1000) as url:
+        assert post(url, "/v1/messages", body)[0] == 400
+
+
+def test_advertised_context_wrong():
+    with engine("advertised-context-wrong", max_context=1000) as url:
+        advertised = httpx.get(url + "/v1/models").json()["data"][0]["max_model_len"]
+        assert advertised == 2000
+        # a prompt under the advertised length is refused: the advertisement lies
+        body = {"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "word " * 1500}]}
+        assert post(url, "/v1/messages", body)[0] == 400
+
+
+def test_buffered_stream():
+    from conformance.transport import send_sync
+
+    def spread(url):
+        raw = send_sync("POST", url + "/v1/messages", headers={"content-type": "application/json"},
+                        body=json.dumps(dict(A_TEXT, messages=[{"role": "user", "content": "count from 1 to 60"}])).encode())
+        assert raw.status == 200
+        return raw.chunks[-1][0] - raw.chunks[0][0], len(raw.chunks)
+
+    with engine("buffered-stream") as url:
+        gap, n = spread(url)
+        assert gap < 0.01 and n <= 3
+    with engine() as url:
+        gap, n = spread(url)
+        assert gap > 0.05 and n > 20
+
+
+@pytest.mark.parametrize("fault", ["hang", "hang-with-pings"])
+def test_hang_faults_caught_by_total_deadline(fault):
+    from conformance.transport import Deadlines
+
+    with engine(fault) as url:
+        t0 = time.monotonic()
+        v = judge(url, "/v1/messages", A_TEXT, "anthropic", Deadlines(connect=2, first_content=30, total=1.5))
+        assert time.monotonic() - t0 < 5
+        assert failing(v) == {"suite.deadline.total"}
+        if fault == "hang-with-pings":
+            names = {e.event for e in v.events} if v.events else set()
+            assert names <= {"ping"}
+
+
+def test_crash_under_concurrency_kills_the_process():
+    from conformance.engine.launch import spawn_engine
+
+    body = json.dumps(dict(A_TEXT, stream=False)).encode()
+    with spawn_engine("--fault", "crash-under-concurrency") as eng:
+        assert httpx.post(eng.url + "/v1/messages", content=body, timeout=10).status_code == 200  # fine alone
+        with concurrent.futures.ThreadPoolExecutor(6) as pool:
+            futs = [pool.submit(httpx.post, eng.url + "/v1/messages", content=body, timeout=10) for _ in range(6)]
+            outcomes = [f.exception() or f.result().status_code for f in futs]
+        assert eng.proc.wait(10) == 3, outcomes
+        assert any(isinstance(o, Exception) for o in outcomes)
+
+
+def test_crash_under_concurrency_in_thread_drops_connections():
+    body = json.dumps(dict(A_TEXT, stream=False)).encode()
+    with engine("crash-under-concurrency") as url:
+        assert httpx.post(url + "/v1/messages", content=body, timeout=10).status_code == 200
+        with concurrent.futures.ThreadPoolExecutor(6) as pool:
+            futs = [pool.submit(httpx.post, url + "/v1/messages", content=body, timeout=10) for _ in range(6)]
+            outcomes = [f.exception() or f.result().status_code for f in futs]
+        assert any(isinstance(o, Exception) for o in outcomes), outcomes
+
+
+def test_every_fault_has_a_test():
+    covered = set(CHECKED) | {"error-envelope-wrong", "stop-reason-wrong-on-stop-string", "output-cap",
+                              "unbounded-reasoning", "context-truncated", "over-limit-not-refused",
+                              "advertised-context-wrong", "buffered-stream", "hang", "hang-with-pings",
+                              "crash-under-concurrency"}
+    assert covered == set(FAULTS)
+
+
+def test_every_engine_row_of_the_fault_table_is_a_fault():
+    from conformance.data import fixtures_dir
+
+    table = json.loads((fixtures_dir() / "faults.json").read_text())
+    engine_rows = {r["fault"] for r in table["rows"] if "engine" in r["modes"]}
+    assert engine_rows == set(FAULTS)
+
+
+def test_faults_cli_lists_every_fault(capsys):
+    from conformance.cli import main
+
+    assert main(["faults"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert [ln.split()[0] for ln in lines] == list(FAULTS)
+
+
+def test_unknown_fault_is_refused():
+    from conformance.engine.faults import UnknownFault, validate
+
+    with pytest.raises(UnknownFault, match="conformance faults"):
+        validate(["no-such-fault"])
+
+
+def test_wrong_model_name_is_distinct():
+    assert WRONG_MODEL_NAME != "reference-model"
