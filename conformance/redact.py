@@ -292,9 +292,14 @@ def fill_schema(schema: Any) -> Any:
     return out
 
 
+def _unquoted(text: str) -> str:
+    return text.replace("\\", "").replace('"', "")
+
+
 def _fill_content(content: Any, *, user: bool, keep_texts: tuple[str, ...]) -> Any:
     def keep(text: str) -> bool:
-        return user and any(t and t in text for t in keep_texts)
+        # opencode escapes inner quotes (`\\"`) when it wraps a prompt in quotes: compare without them
+        return user and any(t and _unquoted(t) in _unquoted(text) for t in keep_texts)
 
     if isinstance(content, str):
         return content if keep(content) else fill_text(content)

@@ -224,7 +224,13 @@ def capture_case(case: Case, info: dict[str, str], recorder: CaptureRecorder, pr
     meta = {"binary_sha256": info["binary_sha256"], "npm": info["npm"],
             "provider": "anthropic" if case.client == "claude-code" else case.provider,
             "captured_at": time.strftime("%Y-%m-%d", time.gmtime()), "upstream": upstream_label,
-            "redaction": "secrets and ids redacted; vendor prose replaced by same-length filler"}
+            "client_environment": {
+            "claude-code": "HOME=<scratch> ANTHROPIC_BASE_URL=<proxy> ANTHROPIC_API_KEY=<fake> "
+                           "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1, stdin /dev/null",
+            "opencode": "HOME and XDG_* dirs=<scratch> OPENCODE_DISABLE_MODELS_FETCH=1 OPENCODE_DISABLE_AUTOUPDATE=1, "
+                        "./opencode.json with the provider (see each case's meta.opencode_config)",
+        },
+        "redaction": "secrets and ids redacted; vendor prose replaced by same-length filler"}
     if case.client == "opencode":
         meta["opencode_config"] = _opencode_config(case, "http://127.0.0.1:PORT")
         meta["opencode_config"]["provider"]["local"]["options"]["apiKey"] = "<redacted:api-key>"
@@ -282,6 +288,12 @@ def write_manifest(out: Path, extra: dict[str, Any] | None = None) -> Path:
         "version": 1,
         "rebuild": "scripts/recapture.sh (python -m conformance.clients.recapture)",
         "clients": clients,
+        "client_environment": {
+            "claude-code": "HOME=<scratch> ANTHROPIC_BASE_URL=<proxy> ANTHROPIC_API_KEY=<fake> "
+                           "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1, stdin /dev/null",
+            "opencode": "HOME and XDG_* dirs=<scratch> OPENCODE_DISABLE_MODELS_FETCH=1 OPENCODE_DISABLE_AUTOUPDATE=1, "
+                        "./opencode.json with the provider (see each case's meta.opencode_config)",
+        },
         "redaction": "secrets and identifiers redacted before writing (conformance.redact); vendor prose "
                      "(system prompts, tool and schema descriptions, reminders) replaced by filler of the same "
                      "UTF-8 length; structure, field names, schemas and headers kept",

@@ -5,8 +5,9 @@ Rules:
   responses; `HEAD /` and other probes are skipped) is sent in order, byte-exact by default: the
   body bytes are the capture's compact JSON (what JSON.stringify sent) and the captured headers
   go along, minus hop-by-hop ones and redacted values, with the key placed the way the client
-  sends it (`conformance.suite.client.headers_for`). `--model-map` and `--salt` change the body
-  (then it is re-serialised the same compact way) and say so in the output.
+  sends it. `--model-map` and `--salt` change the body (then it is re-serialised the same compact
+  way) and say so in the output. Headers, URL joining, salting and re-serialisation are the
+  suite's own (`conformance.suite.client`), so a replay sends what the suite sends.
 - Each response is judged by `conformance.checks.exchange.check_exchange`, the same function the
   suite uses, and printed through `conformance.failures.format_failure`.
 - Exit codes: 0 every capture passed (warnings allowed), 1 at least one error violation, 2 bad
@@ -23,11 +24,6 @@ DESCRIPTION = (
     "byte-exact by default, and judge each response with the suite's checks. This is what a "
     "bug report attaches and what a maintainer runs."
 )
-
-# Request headers never replayed: per-connection, recomputed by the HTTP client, or redacted.
-_DROP_HEADERS = frozenset({"host", "content-length", "connection", "keep-alive", "transfer-encoding",
-                           "accept-encoding", "te", "upgrade", "proxy-connection"})
-
 
 def add_arguments(parser) -> None:
     parser.add_argument("path", metavar="FILE|DIR", help="a capture file or a folder of them (e.g. captured/)")
@@ -59,64 +55,6 @@ def map_model(model: str | None, model_map: dict[str, str]) -> str | None:
     return model_map.get(model, model_map.get("*", model))
 
 
-def salt_body(body: dict, salt: str, api: str) -> dict:
-    """The body with `[salt:TEXT] ` in front of its system prompt (added when there is none)."""
-    import copy
-
-    body = copy.deepcopy(body)
-    tag = f"[salt:{salt}] "
-    if api == "anthropic":
-        system = body.get("system")
-        if isinstance(system, str):
-            body["system"] = tag + system
-        elif isinstance(system, list):
-            for block in system:
-                if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
-                    if block["text"].startswith("x-anthropic-billing-header"):
-                        continue  # a marker line, not the prompt
-                    block["text"] = tag + block["text"]
-                    break
-            else:
-                system.insert(0, {"type": "text", "text": tag.strip()})
-        else:
-            body["system"] = tag.strip()
-    else:
-        messages = body.get("messages") or []
-        for msg in messages:
-            if isinstance(msg, dict) and msg.get("role") in ("system", "developer") and isinstance(msg.get("content"), str):
-                msg["content"] = tag + msg["content"]
-                break
-        else:
-            messages.insert(0, {"role": "system", "content": tag.strip()})
-            body["messages"] = messages
-    return body
-
-
-def replay_headers(api: str, api_key: str, captured: dict[str, str]) -> dict[str, str]:
-    """Captured headers (cleaned) with the key placed the way the client sends it."""
-    clean = {k: v for k, v in captured.items() if k not in _DROP_HEADERS and "<redacted" not in v}
-    try:
-        from conformance.suite.client import headers_for
-    except ImportError:  # the suite core not installed yet: the same rule, locally
-        headers_for = None
-    if headers_for is not None:
-        merged = dict(clean)
-        merged.update(headers_for(api, api_key, captured))
-        return {k: v for k, v in merged.items() if k.lower() not in _DROP_HEADERS and "<redacted" not in v}
-    if api == "anthropic" and "authorization" not in captured:
-        clean["x-api-key"] = api_key
-    else:
-        clean["authorization"] = f"Bearer {api_key}"
-    return clean
-
-
-def target_url(target: str, url_path: str) -> str:
-    base = target.rstrip("/")
-    if base.endswith("/v1") and url_path.startswith("/v1/"):
-        base = base[: -len("/v1")]
-    return base + url_path
-
-
 def _content_predicate(api: str):
     import importlib
 
@@ -131,9 +69,8 @@ def replay_capture(capture, *, target: str, model_map: dict[str, str], salt: str
                    deadlines) -> tuple[list, list[str], bool]:
     """Replay one capture. Returns (violations, notes, reached) — reached is False when no
     request could connect at all."""
-    import json
-
     from conformance.checks.exchange import check_exchange
+    from conformance.suite import client
     from conformance.transport import send_sync
 
     violations = []
@@ -147,29 +84,24 @@ def replay_capture(capture, *, target: str, model_map: dict[str, str], salt: str
         if isinstance(body, dict):
             mapped = map_model(body.get("model"), model_map)
             if mapped != body.get("model"):
-                body = dict(body, model=mapped)
+                body = client.with_model(body, mapped)
                 changed.append(f"model {req.body.get('model')} -> {mapped}")
             if salt is not None:
-                body = salt_body(body, salt, api)
+                body = client.salted(body, api, salt)
                 changed.append("salted system prompt")
-        if changed:
-            data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-            notes.append(f"#{turn} {req.method} {req.url_path}: not byte-exact ({', '.join(changed)})")
-        else:
-            data = req.body_bytes()
-        headers = replay_headers(api, api_key, req.headers)
-        raw = send_sync(req.method, target_url(target, req.url_path), headers=headers, body=data,
+        data = client.serialize(body) if changed else req.body_bytes()
+        headers = client.headers_for(api, api_key, req.headers)
+        raw = send_sync(req.method, client.target_url(target, req.path, req.query), headers=headers, body=data,
                         deadlines=deadlines, first_content=_content_predicate(api))
         if raw.error_kind != "connect":
             reached = True
         request_dict = body if isinstance(body, dict) else {}
-        verdict = check_exchange(raw, request_dict, api=api,
-                                 expect_model=request_dict.get("model") if request_dict else None, turn=turn)
-        where = f"{capture.id}#{turn}"
-        violations.extend(v.at(exchange=where) for v in verdict.violations)
+        verdict = check_exchange(raw, request_dict, api=api, expect_model=request_dict.get("model"), turn=turn)
+        violations.extend(v.at(exchange=f"{capture.id}#{turn}") for v in verdict.violations)
         status = raw.status if raw.status is not None else raw.error_kind
         notes.append(f"#{turn} {req.method} {req.url_path} -> {status} in {raw.elapsed:.2f}s"
-                     f"{' (' + ex.note + ')' if ex.note else ''}")
+                     + (f" ({ex.note})" if ex.note else "")
+                     + (f" [not byte-exact: {', '.join(changed)}]" if changed else ""))
     return violations, notes, reached
 
 
@@ -209,11 +141,15 @@ def run(args) -> int:
     deadlines = base.scaled(args.deadline_scale) if args.deadline_scale != 1.0 else base
 
     failed = 0
-    reached_any = False
+    reached_any = False  # once one request connected, later connect errors are verdicts
     for cap in captures:
         violations, notes, reached = replay_capture(cap, target=args.target, model_map=model_map, salt=salt,
                                                     api_key=api_key, deadlines=deadlines)
-        reached_any = reached_any or reached
+        if not reached and not reached_any:
+            print(f"conformance replay: cannot connect to {args.target}: is the router or engine running? "
+                  "(nothing was judged)", file=sys.stderr)
+            return 2
+        reached_any = True
         reproduce = [f"conformance replay {cap.path} --target {args.target}"
                      + "".join(f" --model-map {a}={b}" for a, b in model_map.items())
                      + (f" --salt {salt}" if salt else "")]
@@ -226,9 +162,5 @@ def run(args) -> int:
             for v in violations:
                 print(format_violation(v))
         print()
-    if not reached_any:
-        print(f"conformance replay: cannot connect to {args.target}: is the router or engine running?",
-              file=sys.stderr)
-        return 2
     print(f"{len(captures) - failed} passed, {failed} failed of {len(captures)} capture(s) against {args.target}")
     return 1 if failed else 0
