@@ -1,0 +1,103 @@
+"""Context-edge probes against the reference engine (max context 4096): each fault caught by its
+own check, and nothing else; the conformant engine passes every one."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from conformance.probes import context as C
+from conformance.probes.common import TokenCounter, run_sync
+
+FRACTIONS = (0.5, 0.99)  # fewer lengths than the default keep the self-tests fast
+
+
+async def _all(t, **kw):
+    info = await C.discover_limit(t)
+    probe = C.ContextProbe(t, info, refuse_within=kw.get("refuse_within", 5.0))
+    points = await probe.needle_sweep(FRACTIONS, C.DEPTHS)
+    out = C.needle_outcomes(points, info)
+    out.append(await C.over_limit_outcome(probe))
+    out.append(await C.advertised_outcome(probe))
+    out.append(await C.usable_context_outcome(probe))
+    return info, points, {o.check_id: o for o in out}
+
+
+def test_conformant_engine_passes_every_context_check_with_lengths_from_its_counts(engine, make_target):
+    t = make_target(engine())
+    info, points, out = run_sync(_all(t))
+    assert info.advertised == 4096 and info.source == "/v1/models max_model_len"
+    assert {k: o.outcome for k, o in out.items()} == {
+        "context.needle_recall": "info", "context.needle_depth0": "passed", "context.over_limit_refused": "passed",
+        "context.advertised_matches": "passed", "context.usable_agent_context": "info"}
+    assert len(points) == len(FRACTIONS) * len(C.DEPTHS) and all(p.outcome == "hit" for p in points)
+    for p in points:  # within ±2% of the intended fraction, never over the limit
+        assert abs(p.counted - p.intended) <= 0.02 * p.intended, p.row()
+        assert p.counted < 4096
+        assert p.usage_tokens == p.counted, "the engine's usage agrees with its count_tokens"
+    assert "refused with HTTP 400" in out["context.over_limit_refused"].message
+    assert out["context.usable_agent_context"].details["counts_input_plus_max_tokens"] is False
+
+
+def test_context_truncated_fails_needle_depth0_only(engine, make_target):
+    _, _, out = run_sync(_all(make_target(engine("context-truncated"))))
+    assert out["context.needle_depth0"].outcome == "failed"
+    assert "needle at depth 0 lost at" in out["context.needle_depth0"].message
+    assert [o for o in out.values() if o.failed] == [out["context.needle_depth0"]]
+
+
+def test_over_limit_not_refused_fails_over_limit_refused_only(engine, make_target):
+    _, _, out = run_sync(_all(make_target(engine("over-limit-not-refused"))))
+    o = out["context.over_limit_refused"]
+    assert o.outcome == "failed" and "silently truncated" in o.message and "usage reports 4095" in o.message
+    assert [x for x in out.values() if x.failed] == [o]
+
+
+def test_advertised_context_wrong_fails_advertised_matches_only(engine, make_target):
+    info, _, out = run_sync(_all(make_target(engine("advertised-context-wrong"))))
+    assert info.advertised == 8192
+    o = out["context.advertised_matches"]
+    assert o.outcome == "failed" and "advertises 8192" in o.message
+    assert 0.9 * 4096 <= o.details["accepted_about"] <= 4096
+    assert [x for x in out.values() if x.failed] == [o]
+    assert out["context.needle_depth0"].outcome == "unverifiable", "refusals are not recall misses"
+
+
+def test_an_option_limit_wins_over_the_advertised_one(engine, make_target):
+    t = make_target(engine())
+    info = run_sync(C.discover_limit(t, 2000))
+    assert info.limit == 2000 and info.advertised == 4096
+    o = run_sync(C.over_limit_outcome(C.ContextProbe(t, info)))
+    # 2200 tokens are over the option's limit but within the engine's: reported, not a truncation claim
+    assert o.outcome == "unverifiable" and "not the one enforced" in o.message
+
+
+def test_hang_over_the_limit_fails_on_time(spawned, make_target):
+    ep = spawned("hang")
+    t = make_target(ep.url, process=ep, first_content=1.0, total=2.0)
+    info = run_sync(C.discover_limit(t))
+    t0 = time.monotonic()
+    o = run_sync(C.over_limit_outcome(C.ContextProbe(t, info, refuse_within=0.5)))
+    assert o.outcome == "failed" and "the target hung" in o.message
+    assert time.monotonic() - t0 < 8
+
+
+def test_lengths_come_from_usage_when_count_tokens_is_missing(engine, make_target):
+    t = make_target(engine("count-tokens-missing"))
+    counter = TokenCounter(t)
+    info = run_sync(C.discover_limit(t))
+    probe = C.ContextProbe(t, info, counter=counter)
+    points = run_sync(probe.needle_sweep((0.9,), (0.0,)))
+    assert counter.method == "usage" and "count_tokens" in counter.tried
+    assert points[0].outcome == "hit" and abs(points[0].counted - 0.9 * 4096) <= 0.02 * 0.9 * 4096
+
+
+@pytest.mark.parametrize("api", ["openai"])
+def test_openai_wire_needle_and_refusal(engine, make_target, api):
+    t = make_target(engine(), api=api)
+    info = run_sync(C.discover_limit(t))
+    probe = C.ContextProbe(t, info)
+    points = run_sync(probe.needle_sweep((0.99,), (0.0, 1.0)))
+    assert [p.outcome for p in points] == ["hit", "hit"]
+    assert run_sync(C.over_limit_outcome(probe)).outcome == "passed"

@@ -1,0 +1,73 @@
+"""Concurrency acceptance against the reference engine: passes conformant, catches crash and hangs."""
+
+from __future__ import annotations
+
+import time
+
+from conformance.probes.common import run_sync
+from conformance.probes.interference import interference_probe
+from conformance.probes.load import concurrency_probe, scenario_items
+
+
+def test_conformant_engine_passes_the_ramp_with_figures_per_level(engine, make_target):
+    t = make_target(engine(max_context=131072))
+    rep = run_sync(concurrency_probe(t, 4))
+    acc, thr = rep.acceptance(), rep.throughput()
+    assert acc.outcome == "passed", acc.message
+    assert [lvl["level"] for lvl in thr.details["levels"]] == [1, 2, 4]
+    for lvl in thr.details["levels"]:
+        assert lvl["ok"] == lvl["sent"] > 0
+        assert lvl["output_tokens_per_s"] and lvl["ttft_p50_s"] is not None and lvl["ttft_p95_s"] is not None
+
+
+def test_crash_under_concurrency_breaks_at_the_level_past_the_limit_and_names_the_dead_process(spawned, make_target):
+    ep = spawned("crash-under-concurrency", max_context=131072)  # exits past 3 requests in flight
+    t = make_target(ep.url, process=ep)
+    t0 = time.monotonic()
+    rep = run_sync(concurrency_probe(t, 4, items=scenario_items(t)))  # the scenario first turns: fast
+    acc = rep.acceptance()
+    assert acc.outcome == "failed"
+    assert rep.broke_at == 4, acc.message
+    assert [s.level for s in rep.levels if s.ok] == [1, 2]
+    assert "at concurrency 4" in acc.message and "the engine process is gone" in acc.message
+    assert acc.violations[0].check_id == "load.concurrency_acceptance"
+    assert set(acc.details["what_broke"]) <= {"dropped stream", "connection refused", "5xx"}
+    assert time.monotonic() - t0 < 30
+    # once dead, the next probe fails at once instead of waiting on deadlines
+    again = run_sync(concurrency_probe(t, 4, items=scenario_items(t))).acceptance()
+    assert again.outcome == "failed" and "down before the load probe started" in again.message
+
+
+def test_hang_fails_at_level_one_on_the_deadline_and_stays_bounded(spawned, make_target):
+    ep = spawned("hang")
+    t = make_target(ep.url, process=ep, first_content=1.5, total=2.5)
+    t0 = time.monotonic()
+    acc = run_sync(concurrency_probe(t, 4)).acceptance()
+    assert acc.outcome == "failed"
+    assert "single request" in acc.message and "deadline exceeded (hang)" in acc.message
+    assert any(v.check_id.startswith("suite.deadline.") for v in acc.violations)
+    assert time.monotonic() - t0 < 10, "fail fast: one deadline, not one per request"
+
+
+def test_hang_with_pings_fails_on_the_total_deadline(spawned, make_target):
+    ep = spawned("hang-with-pings")
+    t = make_target(ep.url, process=ep, first_content=30.0, total=2.0)
+    acc = run_sync(concurrency_probe(t, 2)).acceptance()
+    assert acc.outcome == "failed"
+    assert "suite.deadline.total" in {v.check_id for v in acc.violations}
+
+
+def test_interference_reports_ratios_on_the_conformant_engine(engine, make_target):
+    t = make_target(engine())
+    inter, par = run_sync(interference_probe(t, short_count=3, parallel_long=2))
+    assert inter.outcome == "info", inter.message
+    assert inter.details["short_latency_ratio"] is not None and inter.details["short_throughput_ratio"] is not None
+    assert abs(inter.details["long_tokens"] - 2048) <= 0.02 * 2048, "the long prompt is sized from the target's counts"
+    assert par.outcome == "passed", par.message
+
+
+def test_several_long_requests_at_once_kill_the_crashing_engine(spawned, make_target):
+    ep = spawned("crash-under-concurrency")
+    t = make_target(ep.url, process=ep)
+    _, par = run_sync(interference_probe(t, short_count=2, parallel_long=4))
+    assert par.outcome == "failed" and "long-context requests at once failed" in par.message
