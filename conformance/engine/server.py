@@ -65,6 +65,7 @@ class EngineState:
 
 
 STATE = web.AppKey("engine_state", EngineState)
+ENTRY = web.RequestKey("received_entry", dict) if hasattr(web, "RequestKey") else "received_entry"
 
 
 # ---- errors ---------------------------------------------------------------------------------
@@ -135,7 +136,7 @@ async def record_middleware(request: web.Request, handler):
                  "path": request.path_qs, "headers": _redact_headers(request.headers), "body": None}
         state.received_total += 1
         state.received.append(entry)
-        request["received_entry"] = entry
+        request[ENTRY] = entry
     return await handler(request)
 
 
@@ -151,7 +152,7 @@ async def read_json(request: web.Request) -> dict:
         raise InvalidRequest(f"Request body exceeds the limit of {BODY_LIMIT} bytes",
                              status=413, kind="request_too_large") from e
     ctype = request.headers.get("Content-Type", "")
-    entry = request.get("received_entry")
+    entry = request.get(ENTRY)
     mime = ctype.split(";")[0].strip().lower()
     if mime and mime != "application/json" and not mime.endswith("+json"):
         if entry is not None:

@@ -24,8 +24,8 @@ from aiohttp import web
 WRITE_SIZES = (5, 17, 1, 40, 11, 97, 2, 23, 64, 3)
 TEXT_PIECES = (1, 3, 2, 5, 4, 7, 3, 6)
 JSON_PIECES = (1, 4, 2, 9, 3, 6, 1, 11)
-EVENT_DELAY = 0.002
-SLOW_EVENTS = 60
+EVENT_DELAY = 0.001
+SLOW_EVENTS = 40
 
 
 class ClientGone(Exception):
