@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from conformance.data import schemas_dir
@@ -37,3 +39,66 @@ def test_pointer_table_matches_array_positions():
     table = [("chunk", "/choices/*/delta/tool_calls/*/index", "openai.stream.tool_call_index")]
     assert check_for_pointer(table, "chunk", "/choices/0/delta/tool_calls/12/index", "d") == "openai.stream.tool_call_index"
     assert check_for_pointer(table, "chunk", "/choices/0/delta/content", "d") == "d"
+
+
+# ----------------------------------------------------------------------------- the validity memo
+def _events():
+    from wire_helpers import body, fixtures
+
+    from conformance.sse import decode
+
+    out = []
+    for f in fixtures(kind="stream"):
+        for ev in decode(body(f))[0]:
+            try:
+                data = json.loads(ev.data)
+            except ValueError:
+                continue
+            if isinstance(data, dict):
+                name = f"anthropic.{data.get('type')}" if f["protocol"] == "anthropic" else "openai.chunk"
+                if name in SCHEMAS:
+                    out.append((name, data))
+    return out
+
+
+EVENTS = _events()
+ODD_VALUES = [None, "", "x", 0, -1, 1.5, 2.0, True, [], {}, [1], {"a": 1}, "message", "tool_use", "stop"]
+
+
+def _paths(value, prefix=()):
+    yield prefix
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _paths(v, prefix + (k,))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _paths(v, prefix + (i,))
+
+
+def _mutate(data, path, op, odd):
+    import copy
+
+    data = copy.deepcopy(data)
+    if not path:
+        return data
+    parent = data
+    for p in path[:-1]:
+        parent = parent[p]
+    if op == "delete" and isinstance(parent, dict):
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = odd
+    return data
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_memo_never_changes_a_verdict(data):
+    name, event = data.draw(st.sampled_from(EVENTS))
+    path = data.draw(st.sampled_from(list(_paths(event))))
+    op = data.draw(st.sampled_from(["delete", "replace"]))
+    odd = data.draw(st.sampled_from(ODD_VALUES))
+    mutated = _mutate(event, path, op, odd)
+    # warm the memo with the valid original, then judge the mutant both ways
+    assert schema_problems(name, event) == schema_problems(name, event, memo=False)
+    assert schema_problems(name, mutated) == schema_problems(name, mutated, memo=False)
