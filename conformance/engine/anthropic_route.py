@@ -233,11 +233,12 @@ def _stop_reason(reply, faults) -> tuple[str, str | None]:
     return reason, seq
 
 
-def content_blocks(reply, faults, seed: bytes) -> list[dict]:
+def content_blocks(reply, faults, seed: bytes, display: str = "summarized") -> list[dict]:
     """The final content[] of the message (faults that change content applied)."""
     blocks: list[dict] = []
     if reply.thinking is not None:
-        blocks.append({"type": "thinking", "thinking": reply.thinking, "signature": ids.signature(reply.thinking)})
+        shown = "" if display == "omitted" else reply.thinking  # thinking.display omitted: signature only
+        blocks.append({"type": "thinking", "thinking": shown, "signature": ids.signature(reply.thinking)})
     text = reply.text
     calls = reply.calls
     if calls and "tool-call-as-text" in faults:
@@ -261,6 +262,7 @@ def _plan(state, conv: Conversation):
     if prompt > limit:
         if "over-limit-not-refused" not in state.faults:
             raise InvalidRequest(f"prompt is too long: {prompt} tokens > {limit} maximum")
+        conv.truncated_tokens = prompt - (limit - 1)
         prompt = limit - 1  # silently truncated: the engine reads only what fits
     ctx = planner.Context(state.faults, state.scenarios, limit, prompt)
     return planner.plan(conv, ctx), prompt
@@ -273,7 +275,7 @@ async def messages(request: web.Request, state, body: dict):
     seed = ids.digest(json.dumps(body, sort_keys=True))
     msg_id = ids.make("msg_01", seed, n=22)
     model = F.WRONG_MODEL_NAME if "wrong-model" in faults else conv.model
-    blocks = content_blocks(reply, faults, seed)
+    blocks = content_blocks(reply, faults, seed, conv.thinking_display)
     reason, seq = _stop_reason(reply, faults)
     headers = {"request-id": ids.make("req_01", seed, time.time_ns(), n=22)}
     if not conv.stream:
@@ -314,8 +316,7 @@ async def _stream(resp, msg_id, model, blocks, reason, seq, prompt, output, faul
         if typ == "thinking":
             await w.event("content_block_start", {"type": "content_block_start", "index": idx,
                                                   "content_block": {"type": "thinking", "thinking": "", "signature": ""}})
-            shown = "" if conv.thinking_display == "omitted" else b["thinking"]
-            for piece in split_text(shown):
+            for piece in split_text(b["thinking"]):
                 await w.event("content_block_delta", {"type": "content_block_delta", "index": idx,
                                                       "delta": {"type": "thinking_delta", "thinking": piece}})
             await w.event("content_block_delta", {"type": "content_block_delta", "index": idx,

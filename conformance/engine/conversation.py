@@ -71,6 +71,7 @@ class Conversation:
     thinking: bool = False  # emit a thinking/reasoning block
     thinking_display: str = "summarized"  # "omitted": thinking text withheld, signature kept
     stream: bool = False
+    truncated_tokens: int = 0  # fault over-limit-not-refused: tokens silently dropped from the start
 
     def system_text(self) -> str:
         parts = list(self.system)

@@ -200,6 +200,7 @@ def plan_reply(state, conv):
             raise InvalidRequest(
                 f"This model's maximum context length is {limit} tokens. However, your request has "
                 f"{prompt} input tokens. Please reduce the length of the input messages.", param="messages")
+        conv.truncated_tokens = prompt - (limit - 1)
         prompt = limit - 1
     return planner.plan(conv, planner.Context(state.faults, state.scenarios, limit, prompt)), prompt
 

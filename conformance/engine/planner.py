@@ -78,6 +78,8 @@ def last_user_text(conv: Conversation) -> str:
 
 def _needle_answer(conv: Conversation, faults) -> str:
     hay = conv.haystack()
+    if conv.truncated_tokens:
+        hay = tokenizer.drop_prefix(hay, conv.truncated_tokens)
     if "context-truncated" in faults and len(hay) > 400:
         hay = hay[len(hay) // 4:]  # the silent drop of the prompt's start
     m = _NEEDLE.search(hay)

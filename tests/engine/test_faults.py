@@ -263,3 +263,15 @@ def test_unknown_fault_is_refused():
 
 def test_wrong_model_name_is_distinct():
     assert WRONG_MODEL_NAME != "reference-model"
+
+
+def test_over_limit_not_refused_loses_the_start():
+    filler = " ".join(f"Filler sentence {i} about nothing." for i in range(400))
+    prompt = f"The secret passphrase is cobalt-4817-willow. {filler}\nWhat is the secret passphrase stated in the text above?"
+    body = {"model": "m", "max_tokens": 50, "messages": [{"role": "user", "content": prompt}]}
+    with engine("over-limit-not-refused", max_context=2000) as url:
+        msg = json.loads(b"".join(post(url, "/v1/messages", body)[2]))
+        assert "cobalt-4817-willow" not in msg["content"][0]["text"] and msg["usage"]["input_tokens"] == 1999
+    with engine(max_context=100000) as url:
+        msg = json.loads(b"".join(post(url, "/v1/messages", body)[2]))
+        assert "cobalt-4817-willow" in msg["content"][0]["text"]
