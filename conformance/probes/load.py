@@ -21,6 +21,7 @@ import asyncio
 import json
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,8 +53,9 @@ _GRAMMAR_PREFIXES = ("sse.", "anthropic.stream.", "openai.stream.", "anthropic.r
 
 @dataclass
 class WorkItem:
-    name: str  # capture id#n or scenario:ID
-    body: dict[str, Any]
+    name: str  # capture id#n, scenario:ID (first turn only) or loop:ID (the whole agent loop)
+    body: dict[str, Any] | None = None
+    scenario: Any = None  # a conformance.loop Scenario: run as a whole loop by the loop driver
 
 
 # Small tool sets in each client's naming, for scenario first turns (the engine maps abstract
@@ -123,13 +125,20 @@ def capture_items(target: Target, captures_root: Path | None = None) -> list[Wor
     return items
 
 
+def loop_items(scenarios_dir: Path | None = None) -> list[WorkItem]:
+    """Every bundled scenario as a whole agent loop (conformance.loop's driver, real client shapes)."""
+    from conformance.loop.scenarios import load_scenarios
+
+    return [WorkItem(f"loop:{s.id}", scenario=s) for s in load_scenarios(scenarios_dir)]
+
+
 def default_workload(target: Target, *, captures_root: Path | None = None, scenarios_dir: Path | None = None,
-                     include_captures: bool = True, include_scenarios: bool = True) -> list[WorkItem]:
+                     include_captures: bool = True, include_loops: bool = True) -> list[WorkItem]:
     items: list[WorkItem] = []
     if include_captures:
         items += capture_items(target, captures_root)
-    if include_scenarios:
-        items += scenario_items(target, scenarios_dir)
+    if include_loops:
+        items += loop_items(scenarios_dir)
     if not items:
         items.append(WorkItem("probe:short", build_request(target, "Say hello in five words.", max_tokens=64, salt="")))
     return items
@@ -152,16 +161,23 @@ class ExchangeRecord:
     level: int
     index: int
     name: str
-    raw: RawExchange
+    raw: RawExchange | None  # None for a loop that never sent (or the last turn's exchange of a loop)
     violations: list[Violation]
     kind: str | None  # None = passed; else what broke
     output_tokens: int | None
     started: float
     finished: float
 
+    loop_title: str = ""
+
     @property
     def ttft(self) -> float | None:
-        return self.raw.first_content_at
+        return None if self.raw is None or self.loop_title else self.raw.first_content_at
+
+    def describe(self) -> str:
+        if self.loop_title:
+            return self.loop_title
+        return describe_exchange(self.raw) if self.raw is not None else "not sent"
 
 
 @dataclass
@@ -201,6 +217,18 @@ class LevelStats:
         }
 
 
+def classify_loop(report) -> str | None:
+    """What broke in a whole agent loop: the kind of its last exchange, else the loop checks that failed."""
+    if report.passed:
+        return None
+    last = report.turns[-1] if report.turns else None
+    if last is not None and last.raw is not None:
+        kind = classify(last.raw, list(getattr(last.verdict, "violations", []) or []))
+        if kind:
+            return kind
+    return "agent loop incomplete (" + ", ".join(report.check_ids) + ")"
+
+
 def classify(raw: RawExchange, violations: list[Violation]) -> str | None:
     """What broke in one exchange, as a short kind; None when it passed."""
     if raw.error_kind == "connect":
@@ -236,12 +264,34 @@ async def run_level(target: Target, items: list[WorkItem], level: int, *, rounds
     t0 = time.monotonic()
     limits = httpx.Limits(max_connections=level + 2, max_keepalive_connections=level + 2)
     timeout = httpx.Timeout(target.deadlines.total, connect=target.deadlines.connect)
+    pool = ThreadPoolExecutor(max_workers=level, thread_name_prefix="probe-loop")  # loops in flight = level
     async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
-
         broken = asyncio.Event()
+
+        async def one_loop(i: int, item: WorkItem) -> ExchangeRecord | None:
+            from conformance.loop.driver import run_scenario
+
+            async with sem:
+                if broken.is_set():
+                    return None
+                started = time.monotonic() - t0
+                report = await asyncio.get_running_loop().run_in_executor(
+                    pool, lambda: run_scenario(target.base, target.api, item.scenario, model=target.model,
+                                               api_key=target.api_key, deadlines=target.deadlines))
+                finished = time.monotonic() - t0
+                kind = classify_loop(report)
+                if kind is not None:
+                    broken.set()
+            where = f"concurrency {level}, request {i + 1} ({item.name})"
+            toks = sum(output_tokens(getattr(t.verdict, "message", None), target.api) or 0 for t in report.turns)
+            last_raw = report.turns[-1].raw if report.turns else None
+            return ExchangeRecord(level, i, item.name, last_raw, [v.at(exchange=where) for v in report.violations],
+                                  kind, toks, started, finished, loop_title=report.title())
 
         async def one(i: int) -> ExchangeRecord | None:
             item = items[i % len(items)]
+            if item.scenario is not None:
+                return await one_loop(i, item)
             # a salt per request: the same prompt twice must not be served from a prefix cache
             body = salt_body(item.body, target.api, f"{target.salt}-c{level}-{i}")
             async with sem:
@@ -261,7 +311,10 @@ async def run_level(target: Target, items: list[WorkItem], level: int, *, rounds
             return ExchangeRecord(level, i, item.name, raw, violations, kind,
                                   output_tokens(judged.message, target.api), started, finished)
 
-        done = await asyncio.gather(*(one(i) for i in range(total)))
+        try:
+            done = await asyncio.gather(*(one(i) for i in range(total)))
+        finally:
+            pool.shutdown(wait=False)
         stats.records = [r for r in done if r is not None]
         stats.skipped = total - len(stats.records)
     stats.wall_s = time.monotonic() - t0
@@ -311,7 +364,7 @@ class LoadReport:
         headline = registry.violation(
             "load.concurrency_acceptance", msg,
             expected=f"every request accepted and well-formed at concurrency {broken.level}",
-            seen=f"first failure: {first.name}: {first.kind} ({describe_exchange(first.raw)})",
+            seen=f"first failure: {first.name}: {first.kind} ({first.describe()})",
             exchange=f"concurrency {broken.level}",
         )
         underlying: list[Violation] = []

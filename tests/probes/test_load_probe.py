@@ -6,14 +6,18 @@ import time
 
 from conformance.probes.common import run_sync
 from conformance.probes.interference import interference_probe
-from conformance.probes.load import concurrency_probe, scenario_items
+from conformance.probes.load import capture_items, concurrency_probe, loop_items, scenario_items
 
 
 def test_conformant_engine_passes_the_ramp_with_figures_per_level(engine, make_target):
     t = make_target(engine(max_context=131072))
-    rep = run_sync(concurrency_probe(t, 4))
+    # a slice of the default workload (captured requests + whole agent loops) keeps it fast
+    items = capture_items(t)[:3] + loop_items()[:3]
+    assert len(items) == 6 and items[-1].scenario is not None
+    rep = run_sync(concurrency_probe(t, 4, items=items))
     acc, thr = rep.acceptance(), rep.throughput()
     assert acc.outcome == "passed", acc.message
+    assert {r.name for r in rep.levels[0].records} == {i.name for i in items}
     assert [lvl["level"] for lvl in thr.details["levels"]] == [1, 2, 4]
     for lvl in thr.details["levels"]:
         assert lvl["ok"] == lvl["sent"] > 0
