@@ -12,7 +12,7 @@ Rules:
   3. `repeat|say|echo [exactly|back|verbatim]: TEXT` -> TEXT;
   4. `count from A to B` -> `A, A+1, ..., B`;
   5. a request for a long answer (`long answer`, `long essay`, `long story`, `at least N words`)
-     -> LONG_ANSWER_SENTENCES numbered sentences (about 5,000 tokens: it hits a smaller max_tokens);
+     -> LONG_ANSWER_SENTENCES numbered sentences (7,692 tokens: it hits any smaller max_tokens);
   6. otherwise DEFAULT_ANSWER.
 - Limits, in order: stop sequences cut the text at the earliest match (stop_reason stop_sequence
   and the matched string; later tool calls are not emitted); the output budget
