@@ -22,6 +22,7 @@ import argparse
 import json
 import sys
 import time
+import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -148,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--chunk", type=int, default=1400, help="network chunk size in bytes (default: one MTU-ish)")
     args = ap.parse_args(argv)
+    warnings.simplefilter("ignore", DeprecationWarning)  # the SDK warns about the model name on every call
 
     body = build_stream(args.events)
     chunks = chunked(body, args.chunk)

@@ -66,6 +66,9 @@ register(_C + "finish_reason_tool_calls",
          "finish_reason is tool_calls exactly when calls were made (a named tool_choice may end with stop)",
          likely_cause="the engine or router maps the finish reason without looking at the emitted tool calls "
          "(LiteLLM #34692): the agent ends the turn instead of running the tool")
+register(_C + "usage_consistent", "usage.total_tokens equals prompt_tokens + completion_tokens",
+         likely_cause="a layer recomputes or merges usage (e.g. a router adding its own counts) and breaks the sum; "
+         "cost and context accounting in the client go wrong (LiteLLM #24176)")
 register(_C + "error_event", "no error payload arrives in a 200 stream",
          likely_cause="the engine failed mid-generation (overload, crash, context overflow); see its log")
 register(_C + "unknown_event", "unknown payloads are tolerated (noted)", severity="info",
@@ -81,6 +84,8 @@ register(_R + "tool_arguments_json", "function.arguments parses as one JSON obje
          likely_cause="the engine's tool parser produced malformed arguments (vLLM #35266)")
 register(_R + "finish_reason_tool_calls", "finish_reason is tool_calls exactly when the message has tool calls",
          likely_cause="the engine or router maps the finish reason without looking at the tool calls (LiteLLM #34692)")
+register(_R + "usage_consistent", "usage.total_tokens equals prompt_tokens + completion_tokens",
+         likely_cause="a layer recomputes or merges usage and breaks the sum (LiteLLM #24176)")
 register("openai.error.envelope", "an error body is {\"error\": {\"message\", \"type\", ...}}",
          likely_cause="the server returns its framework's default error body (FastAPI `detail`, plain text) instead "
          "of the OpenAI error shape; clients show an unhelpful message")
@@ -383,6 +388,8 @@ class StreamMachine:
             self._v(_C + "usage_chunk", "stream_options.include_usage was asked but no usage chunk "
                     "(choices: [] with usage) arrived", event_index=end.index if end else None,
                     expected='a chunk {"choices": [], "usage": {...}} before [DONE]', seen="none")
+        for v in _usage_problems(self.usage, _C + "usage_consistent"):
+            self.violations.append(v)
         message = self._message() if self.events else None
         return StreamReport(self.events, self.violations, message, complete, self.payloads)
 
@@ -462,6 +469,7 @@ def check_response(body, *, request: dict | None = None) -> tuple[dict | None, l
     elif reason == "tool_calls":
         out.append(violation(_R + "finish_reason_tool_calls", "finish_reason tool_calls but no tool calls",
                              expected="stop (or length)", seen=reason, pointer="/choices/0/finish_reason"))
+    out.extend(_usage_problems(data.get("usage"), _R + "usage_consistent"))
     message: dict[str, Any] = {"id": data.get("id"), "model": data.get("model"), "role": m.get("role", "assistant"),
                                "content": m.get("content")}
     for key in ("reasoning_content", "reasoning"):
@@ -472,6 +480,16 @@ def check_response(body, *, request: dict | None = None) -> tuple[dict | None, l
     message["finish_reason"] = reason
     message["usage"] = data.get("usage")
     return message, out
+
+
+def _usage_problems(usage, check_id: str) -> list[Violation]:
+    if not isinstance(usage, dict):
+        return []
+    p, c, t = (usage.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens"))
+    if all(type(x) is int for x in (p, c, t)) and p + c != t:
+        return [violation(check_id, f"total_tokens {t} is not prompt_tokens {p} + completion_tokens {c}",
+                          expected=p + c, seen=t, pointer="/usage/total_tokens")]
+    return []
 
 
 # ----------------------------------------------------------------------------- errors

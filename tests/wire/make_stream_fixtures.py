@@ -429,6 +429,10 @@ def openai_fixtures() -> list[dict]:
     items = o_text_stream()
     items.insert(2, {"error": {"message": "CUDA out of memory", "type": "InternalServerError", "code": 500}})
     invalid("error_payload", o_sse(items[:3]), ["openai.stream.error_event"], "an error payload after HTTP 200")
+    items = o_text_stream()
+    items[-2] = o_chunk([], usage={**USAGE, "total_tokens": USAGE["total_tokens"] + 17})
+    invalid("usage_total_wrong", o_sse(items), ["openai.stream.usage_consistent"],
+            "usage.total_tokens is not prompt_tokens + completion_tokens")
     resp = {"id": "chatcmpl-1", "object": "chat.completion", "created": 1764400000, "model": OAI_MODEL,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": None, "tool_calls": [
                 {"id": "call_1", "type": "function", "function": {"name": "read", "arguments": {"filePath": "a"}}}]},

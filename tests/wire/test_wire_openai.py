@@ -263,3 +263,12 @@ def test_content_started():
     assert openai.content_started(role + mk.o_sse([mk.o_chunk([mk.o_delta({"reasoning_content": "x"})])]))
     assert openai.content_started(role + b"data: [DONE]\n\n")
     assert openai.content_started(b'{"error": {}}')
+
+
+def test_usage_total_must_add_up():
+    items = mk.o_text_stream()
+    items[-2] = mk.o_chunk([], usage={**mk.USAGE, "total_tokens": mk.USAGE["total_tokens"] + 17})
+    assert errors(check(items)) == {"openai.stream.usage_consistent"}
+    resp = _resp({"role": "assistant", "content": "hi"})
+    resp["usage"] = {**mk.USAGE, "total_tokens": 1}
+    assert [v.check_id for v in openai.check_response(resp)[1]] == ["openai.response.usage_consistent"]
