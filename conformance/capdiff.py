@@ -10,7 +10,8 @@ Rules:
   ...; identifiers, secrets and content-length are compared by name only); tool names, order, keys
   and schemas with `description` strings removed; thinking, effort (output_config),
   context_management, max_tokens, stream settings, tool_choice, metadata keys; system prompt
-  shape; message roles and content block types; response status and content type.
+  shape; message roles and content block types. Response status and content type only on request
+  (`responses=True`, `--diff-responses`): they describe the upstream, not the client.
 - A recapture of the same client versions diffs empty: that is the corpus regression test.
 """
 
@@ -88,8 +89,9 @@ def _tool_summary(tool: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return name, {"keys": list(tool), "settings": rest, "schema": _strip_descriptions(tool.get("input_schema"))}
 
 
-def summarize_exchange(ex: Exchange) -> dict[str, Any]:
-    """The structural summary of one exchange (what the diff compares)."""
+def summarize_exchange(ex: Exchange, *, responses: bool = False) -> dict[str, Any]:
+    """The structural summary of one exchange (what the diff compares); `responses` adds the
+    answer's status and content type (off by default: they describe the upstream, not the client)."""
     req = ex.request
     headers: dict[str, Any] = {}
     for name, value in sorted(req.headers.items()):
@@ -140,7 +142,7 @@ def summarize_exchange(ex: Exchange) -> dict[str, Any]:
         out["body"] = b
     elif req.body_text is not None:
         out["body"] = "text"
-    if ex.response is not None:
+    if responses and ex.response is not None:
         out["response"] = {"status": ex.response.status,
                            "content-type": ex.response.headers.get("content-type", "")}
     return out
@@ -171,10 +173,10 @@ def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> None:
         out[prefix] = value
 
 
-def _flat_capture(capture: Capture) -> dict[str, Any]:
+def _flat_capture(capture: Capture, responses: bool) -> dict[str, Any]:
     flat: dict[str, Any] = {}
     for label, ex in exchange_labels(capture):
-        _flatten(summarize_exchange(ex), label, flat)
+        _flatten(summarize_exchange(ex, responses=responses), label, flat)
     return flat
 
 
@@ -189,7 +191,7 @@ def _version_key(version: str) -> list[Any]:
     return [(0, int(p)) if p.isdigit() else (1, p) for p in version.replace("-", ".").split(".")]
 
 
-def diff_corpora(old: list[Capture], new: list[Capture]) -> list[Change]:
+def diff_corpora(old: list[Capture], new: list[Capture], *, responses: bool = False) -> list[Change]:
     """Every structural difference between two corpora, ordered by capture and place."""
     a, b = _index(old), _index(new)
     changes: list[Change] = []
@@ -200,7 +202,7 @@ def diff_corpora(old: list[Capture], new: list[Capture]) -> list[Change]:
         if key not in a:
             changes.append(Change(key, "(capture)", None, b[key].id, "added"))
             continue
-        fa, fb = _flat_capture(a[key]), _flat_capture(b[key])
+        fa, fb = _flat_capture(a[key], responses), _flat_capture(b[key], responses)
         for where in sorted(set(fa) | set(fb), key=lambda w: (w.split(" ", 2)[:2], w)):
             if where not in fb:
                 changes.append(Change(key, where, fa[where], None, "removed"))
@@ -211,11 +213,11 @@ def diff_corpora(old: list[Capture], new: list[Capture]) -> list[Change]:
     return changes
 
 
-def diff_paths(old: Path | str, new: Path | str) -> list[Change]:
+def diff_paths(old: Path | str, new: Path | str, *, responses: bool = False) -> list[Change]:
     for p in (old, new):
         if not Path(p).exists():
             raise FileNotFoundError(f"{p}: no such capture file or folder")
-    return diff_corpora(load_captures(old), load_captures(new))
+    return diff_corpora(load_captures(old), load_captures(new), responses=responses)
 
 
 def format_diff(changes: list[Change], old: Any = "OLD", new: Any = "NEW") -> str:

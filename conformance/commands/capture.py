@@ -27,6 +27,8 @@ def add_arguments(parser) -> None:
     src.add_argument("--upstream", metavar="URL", help="target to forward to, e.g. http://127.0.0.1:4000")
     src.add_argument("--engine", action="store_true", help="answer with the embedded reference engine")
     src.add_argument("--diff", nargs=2, metavar=("OLD", "NEW"), help="structural diff of two corpora (dirs or files)")
+    parser.add_argument("--diff-responses", action="store_true",
+                        help="with --diff: also compare response status and content type")
     parser.add_argument("--listen", default="127.0.0.1:0", metavar="HOST:PORT",
                         help="where the proxy listens (default 127.0.0.1:0, a free port; the address is printed)")
     parser.add_argument("--out", metavar="DIR", help="folder for the capture file")
@@ -62,7 +64,7 @@ def run(args) -> int:
         from conformance.captures import CaptureFormatError
 
         try:
-            changes = diff_paths(*args.diff)
+            changes = diff_paths(*args.diff, responses=args.diff_responses)
         except (CaptureFormatError, FileNotFoundError) as exc:
             print(f"conformance capture --diff: {exc}", file=sys.stderr)
             return 2
