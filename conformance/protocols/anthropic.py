@@ -217,7 +217,10 @@ class StreamMachine:
         self.blocks: list[dict[str, Any]] = []
         self.open: int | None = None  # position in self.blocks of the open block
         self.open_sent_index: Any = None  # the index the server gave it
-        self.json_bufs: dict[int, str] = {}
+        # Streamed text is collected as lists and joined when a block closes: += on a growing
+        # string inside a dict is quadratic over a long block.
+        self.json_parts: dict[int, list[str]] = {}
+        self.text_parts: dict[tuple[int, str], list[str]] = {}
         self.completed_tool_use = False
         self.start_usage: dict[str, Any] | None = None
         self.last_output_tokens: int | None = None
@@ -321,7 +324,7 @@ class StreamMachine:
                         pointer="/content_block/input")
             if not isinstance(inp, dict):
                 block["input"] = {}
-            self.json_bufs[len(self.blocks)] = ""
+            self.json_parts[len(self.blocks)] = []
         self.blocks.append(block)
         self.open = len(self.blocks) - 1
         self.open_sent_index = index
@@ -357,16 +360,16 @@ class StreamMachine:
                     expected=want, seen=dtype, pointer="/delta/type")
             return
         if dtype == "text_delta" and isinstance(delta.get("text"), str):
-            block["text"] = (block.get("text") or "") + delta["text"]
+            self.text_parts.setdefault((self.open, "text"), []).append(delta["text"])
         elif dtype == "citations_delta" and isinstance(delta.get("citation"), dict):
             cites = block.get("citations")
             block["citations"] = (cites if isinstance(cites, list) else []) + [delta["citation"]]
         elif dtype == "thinking_delta" and isinstance(delta.get("thinking"), str):
-            block["thinking"] = (block.get("thinking") or "") + delta["thinking"]
+            self.text_parts.setdefault((self.open, "thinking"), []).append(delta["thinking"])
         elif dtype == "signature_delta" and isinstance(delta.get("signature"), str):
             block["signature"] = delta["signature"]
         elif dtype == "input_json_delta" and isinstance(delta.get("partial_json"), str):
-            self.json_bufs[self.open] = self.json_bufs.get(self.open, "") + delta["partial_json"]
+            self.json_parts.setdefault(self.open, []).append(delta["partial_json"])
 
     def _on_content_block_stop(self, data: dict, ev: SSEEvent) -> None:
         block = self._open_block(data, ev, "content_block_stop")
@@ -376,11 +379,18 @@ class StreamMachine:
         self.open = None
         self.open_sent_index = None
 
+    def _join_text(self) -> None:
+        for (pos, fld), parts in self.text_parts.items():
+            block = self.blocks[pos]
+            block[fld] = (block.get(fld) if isinstance(block.get(fld), str) else "") + "".join(parts)
+        self.text_parts.clear()
+
     def _close_block(self, pos: int, ev: SSEEvent | None) -> None:
+        self._join_text()
         block = self.blocks[pos]
         btype = block.get("type")
         if btype in TOOL_BLOCKS:
-            buf = self.json_bufs.get(pos, "")
+            buf = "".join(self.json_parts.get(pos, ()))
             if buf.strip():
                 try:
                     value = json.loads(buf)
@@ -467,6 +477,7 @@ class StreamMachine:
             elif self.completed_tool_use and reason != "tool_use" and reason not in CUT_STOP_REASONS:
                 self._v(_C + "tool_use_stop_reason", f"a tool_use block was completed but stop_reason is {reason!r}",
                         None, event_index=end.index, expected="stop_reason tool_use", seen=reason)
+        self._join_text()  # blocks left open by a cut stream keep what arrived
         if self.message is not None:
             self.message["content"] = self.blocks
         return StreamReport(self.events, self.violations, self.message, complete, self.payloads)
