@@ -118,6 +118,17 @@ class LiveReport:
         how = f"killed at the {self.deadline:g}s deadline" if self.timed_out else f"exit {self.exit_code}"
         return f"{head}: failed ({how}, {self.exchanges} exchanges, {', '.join(self.check_ids)})"
 
+    def write_artifacts(self, folder: str | Path) -> Path:
+        """The recorded traffic (capture format) and the CLI's output, for a bug report."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        if self.capture is not None and self.capture.exchanges:
+            save_capture(self.capture, folder / "traffic.json")
+        (folder / "stdout.txt").write_text(self.stdout)
+        (folder / "stderr.txt").write_text(self.stderr)
+        (folder / "command.txt").write_text(" ".join(self.command) + "\n")
+        return folder
+
     def raise_for_failure(self) -> None:
         if not self.passed:
             raise ConformanceFailure(self.title(), self.violations, extra={
@@ -270,13 +281,8 @@ def run_live(client: str, scenario: Scenario, target: str, *, binary: str | Path
         report.violations.append(violation(
             "loop.completion_check", f"{f.file}: the completion check `{f.rule}` does not hold",
             expected=f.expected, seen=f.seen))
-    if artifacts_dir is not None:
-        folder = Path(artifacts_dir)
-        folder.mkdir(parents=True, exist_ok=True)
-        if capture.exchanges:
-            save_capture(capture, folder / "traffic.json")
-        (folder / "stdout.txt").write_text(report.stdout)
-        (folder / "stderr.txt").write_text(report.stderr)
+    if artifacts_dir is not None and not report.passed:  # what a bug report attaches
+        report.write_artifacts(artifacts_dir)
     if report.passed:
         shutil.rmtree(base, ignore_errors=True)
     return report

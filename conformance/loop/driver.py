@@ -105,8 +105,8 @@ def _first_loop_request(cap: Capture, api: str) -> CapturedRequest | None:
 def find_template(api: str, root: Path | str | None = None, *, fallback: bool = True) -> Template:
     """The real client's first tool-bearing request for `api` from the capture corpus.
 
-    Preference: the client that speaks this dialect (Claude Code / opencode), case `default`, the
-    newest client version. Falls back to the bundled recording when the corpus has none."""
+    Preference: the client that speaks this dialect (Claude Code / opencode); case `default`, then a
+    `*tool-loop*` case; the newest client version. Falls back to the bundled recording when the corpus has none."""
     if api not in CLIENT_FOR_API:
         raise ValueError(f"api must be one of {sorted(CLIENT_FOR_API)}, got {api!r}")
     client = CLIENT_FOR_API[api]
@@ -125,7 +125,8 @@ def find_template(api: str, root: Path | str | None = None, *, fallback: bool = 
                 continue
             req = _first_loop_request(cap, api)
             if req is not None:
-                candidates.append(((cap.case == "default", _version_key(cap.client_version), str(f)), req, cap, f))
+                rank = (cap.case == "default", "tool-loop" in cap.case, _version_key(cap.client_version), str(f))
+                candidates.append((rank, req, cap, f))
     if candidates:
         candidates.sort(key=lambda c: c[0], reverse=True)
         _, req, cap, f = candidates[0]
@@ -394,7 +395,7 @@ class LoopDriver:
     def __init__(self, target: str, api: str, *, model: str | None = None, expect_model: str | None = None,
                  api_key: str | None = None, deadlines: Deadlines | None = None, template: Template | None = None,
                  captured_root: Path | str | None = None, workdir: Path | str | None = None,
-                 keep_sandbox: bool = False) -> None:
+                 keep_sandbox: bool = False, sender=None) -> None:
         if api not in CLIENT_FOR_API:
             raise ValueError(f"api must be one of {sorted(CLIENT_FOR_API)}, got {api!r}")
         self.target = target
@@ -407,6 +408,9 @@ class LoopDriver:
         self.template = template or find_template(api, captured_root)
         self.workdir = Path(workdir) if workdir else None
         self.keep_sandbox = keep_sandbox
+        # sender(captured_request, body_bytes) -> RawExchange; default: the transport with deadlines.
+        # The suite passes its session's sender so a dead target is noticed once for the whole run.
+        self.sender = sender
 
     # ----- hooks (overridden only by self-tests)
     def echo_assistant(self, message: dict) -> dict:
@@ -463,6 +467,8 @@ class LoopDriver:
         from conformance.suite.client import headers_for, serialize, target_url
 
         req = self.template.request
+        if self.sender is not None:
+            return self.sender(req, serialize(body))
         url = target_url(self.target, req.path, req.query)
         headers = headers_for(self.api, self.api_key, req.headers)
         return send_sync("POST", url, headers=headers, body=serialize(body), deadlines=self.deadlines,
@@ -501,6 +507,9 @@ class LoopDriver:
                 record = TurnRecord(turn, body, raw, verdict)
                 report.turns.append(record)
                 message = verdict.message
+                if isinstance(message, dict):
+                    record.stop_reason = (message.get("stop_reason") if self.api == "anthropic"
+                                          else message.get("finish_reason"))
                 if verdict.errors or not isinstance(message, dict):
                     report.violations.extend(verdict.violations)
                     if not verdict.errors:

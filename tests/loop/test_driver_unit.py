@@ -151,3 +151,12 @@ def test_parse_calls_flags_malformed_calls() -> None:
     calls = parse_calls(msg, "openai", ["read"])
     assert [bool(c.problem) for c in calls] == [True, True, True, True, False]
     assert "not JSON" in calls[0].problem and "no id" in calls[1].problem and "not offered" in calls[2].problem
+
+
+def test_the_bundled_corpus_provides_both_templates() -> None:
+    from conformance.data import captured_dir
+
+    for api, client in (("anthropic", "claude-code"), ("openai", "opencode")):
+        t = find_template(api, captured_dir())
+        assert t.source.startswith(f"{client}/") and "bundled" not in t.source, t.source
+        assert t.request.api == api

@@ -1,0 +1,57 @@
+"""The full agent loop against the target: every scenario x both dialects (marker `loop`, default run).
+
+Each test runs one scenario (fixtures/scenarios/) from a real client's captured first request
+(Claude Code for the Anthropic wire, opencode for the OpenAI wire), runs the model's tool calls in
+the sandbox and checks the task on disk (conformance/loop/, docs/loop.md). Every turn's exchange
+is judged with check_exchange and recorded; the loop.* checks say how the loop ended. A failure
+names the turn that broke and why, with the exchanges of every turn in the failure folder.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.loop.driver import LoopDriver, find_template
+from conformance.loop.scenarios import load_scenarios
+from conformance.loop.tools import CLIENT_FOR_API
+from conformance.suite.cases import require_api
+from conformance.suite.session import Sent
+
+pytestmark = pytest.mark.loop
+
+SCENARIOS = load_scenarios()
+APIS = ("anthropic", "openai")
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.id for s in SCENARIOS])
+def test_loop(scenario, api, conformance_ctx, tmp_path):
+    ctx = conformance_ctx
+    ctx.api = api
+    ctx.case = scenario.id
+    if ctx.session.target_down() is not None:
+        ctx.fail_target_down()
+    require_api(ctx, api)
+    settings = ctx.settings
+    template = find_template(api, settings.captures)
+    model = ctx.session.model_for(template.request.body.get("model"), settings)
+    ctx.model = model or ""
+
+    def sender(req, body: bytes):
+        return ctx.session.send(api, req.path, body, captured_headers=req.headers, query=req.query,
+                                deadlines=settings.deadlines, label=f"{ctx.key} loop")
+
+    driver = LoopDriver(settings.target, api, model=model, expect_model=settings.served_model(model),
+                        api_key=settings.api_key, deadlines=settings.deadlines, template=template,
+                        workdir=tmp_path, sender=sender)
+    report = driver.run(scenario)
+    for turn in report.turns:
+        ctx.exchanges.append(Sent(api, template.request.path, turn.request, turn.raw, note=f"turn {turn.turn}"))
+    test_id = ctx.key
+    for r in report.results(test_id, model=ctx.model):
+        ctx.outcome(r.check_id, r.outcome, message=r.message, details=r.details, turn=r.turn,
+                    violations=[v for v in report.violations if v.check_id == r.check_id and v.where.turn == r.turn]
+                    if r.check_id != "loop.completed" else [])
+    ctx.extra.update({"client": f"{CLIENT_FOR_API[api]} (template {report.template})",
+                      "rng seed": str(report.rng_seed), "turns": report.turn_summary()})
+    ctx.finish(report.title())
