@@ -110,3 +110,16 @@ def test_the_sdk_loses_the_first_event_after_a_bom_which_is_why_we_warn():
     [bom] = [f for f in fixtures(valid=True) if "sse.stream.bom" in f["warnings"]]
     report = ours_anthropic.check_stream(body(bom))
     assert report.ok and [v.check_id for v in report.violations] == ["sse.stream.bom"]
+
+
+def test_the_openai_sdk_concatenates_a_repeated_id_and_name_which_is_why_we_fail_it():
+    import make_stream_fixtures as mk
+
+    items = mk.o_tool_stream()
+    later = items[2]["choices"][0]["delta"]["tool_calls"][0]
+    later["id"], later["function"]["name"] = "call_8f0a1b2c3d4e5f60", "read"
+    raw = mk.o_sse(items)
+    [call] = sdk_openai_message(raw, None)["tool_calls"]
+    assert (call["id"], call["function"]["name"]) == ("call_8f0a1b2c3d4e5f60" * 2, "readread")
+    assert {v.check_id for v in ours_openai.check_stream(raw, request=mk.REQ_AUTO).errors} == {
+        "openai.stream.tool_call_once"}
