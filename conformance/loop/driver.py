@@ -491,9 +491,16 @@ class LoopDriver:
             offered = offered_tool_names(self.api, body)
             cache_control = self._cache_control()
             forced = False
+            original_choice = body.get("tool_choice")
             if scenario.tool_choice_required:
                 body["tool_choice"] = {"type": "any"} if self.api == "anthropic" else "required"
                 forced = True
+                if self.api == "anthropic" and (body.get("thinking") or {}).get("type") not in (None, "disabled"):
+                    # The Messages API refuses a forced tool_choice with thinking on, and a later turn
+                    # may not switch thinking back on; so the whole loop runs as Claude Code does with
+                    # MAX_THINKING_TOKENS=0: thinking disabled, no context_management (WIRE.md).
+                    body["thinking"] = {"type": "disabled"}
+                    body.pop("context_management", None)
             received: dict | None = None
             for turn in range(1, limit + 1):
                 if received is not None:
@@ -549,8 +556,11 @@ class LoopDriver:
                 record.outcomes = [self.run_call(sandbox, c) for c in calls]
                 received = copy.deepcopy(message)
                 body = copy.deepcopy(body)
-                if forced:
-                    body.pop("tool_choice", None)
+                if forced:  # forcing is for turn 1 only: back to what the client sends
+                    if original_choice is None:
+                        body.pop("tool_choice", None)
+                    else:
+                        body["tool_choice"] = original_choice
                     forced = False
                 body["messages"].append(self.echo_assistant(message))
                 body["messages"].extend(self.result_messages(calls, record.outcomes))

@@ -150,3 +150,17 @@ def test_a_dead_target_fails_fast_at_turn_1(tmp_path):
     report = LoopDriver(f"http://127.0.0.1:{port}", "anthropic", workdir=tmp_path).run(get_scenario("write-static"))
     assert not report.passed and report.failed_turn == 1
     assert report.elapsed < 10
+
+
+def test_forced_tool_choice_runs_without_thinking_on_the_anthropic_wire(conformant_engine, tmp_path):
+    scenario = get_scenario("write-static")
+    assert scenario.tool_choice_required
+    report = LoopDriver(conformant_engine, "anthropic", workdir=tmp_path).run(scenario)
+    report.raise_for_failure()
+    first, second = report.turns[0].request, report.turns[1].request
+    assert first["tool_choice"] == {"type": "any"} and "tool_choice" not in second
+    assert first["thinking"] == second["thinking"] == {"type": "disabled"}
+    assert "context_management" not in first
+    oc = LoopDriver(conformant_engine, "openai", workdir=tmp_path).run(scenario)
+    oc.raise_for_failure()
+    assert oc.turns[0].request["tool_choice"] == "required" and oc.turns[1].request["tool_choice"] == "auto"
