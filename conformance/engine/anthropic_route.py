@@ -84,13 +84,15 @@ def parse(body: dict, faults, *, count_only: bool = False) -> Conversation:
     system = _parse_system(body.get("system"))
     tools = _parse_tools(body.get("tools"))
     choice, choice_name = _parse_tool_choice(body.get("tool_choice"))
+    tc = body.get("tool_choice")
+    parallel = not (isinstance(tc, dict) and tc.get("disable_parallel_tool_use") is True)
     thinking, display = _parse_thinking(body, max_tokens, faults, count_only)
     messages = _parse_messages(body.get("messages"), faults)
     return Conversation(
         api="anthropic", model=model, system=system, messages=messages, tools=tools,
         tool_choice=choice, tool_choice_name=choice_name,
         max_tokens=max_tokens if is_int(max_tokens) else None, stop=list(stop or []),
-        thinking=thinking, thinking_display=display, stream=bool(body.get("stream")),
+        thinking=thinking, thinking_display=display, stream=bool(body.get("stream")), parallel_tools=parallel,
     )
 
 

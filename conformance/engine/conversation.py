@@ -71,6 +71,7 @@ class Conversation:
     thinking: bool = False  # emit a thinking/reasoning block
     thinking_display: str = "summarized"  # "omitted": thinking text withheld, signature kept
     stream: bool = False
+    parallel_tools: bool = True  # False: at most one tool call per turn (disable_parallel_tool_use)
     truncated_tokens: int = 0  # fault over-limit-not-refused: tokens silently dropped from the start
 
     def system_text(self) -> str:

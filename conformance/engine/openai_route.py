@@ -121,7 +121,8 @@ def parse(body: dict, faults) -> Conversation:
     system, messages = parse_messages(body.get("messages"))
     return Conversation(api="openai", model=model or "", system=system, messages=messages, tools=tools,
                         tool_choice=choice, tool_choice_name=choice_name, max_tokens=mt, stop=list(stop or []),
-                        thinking=thinking, stream=bool(stream))
+                        thinking=thinking, stream=bool(stream),
+                        parallel_tools=body.get("parallel_tool_calls") is not False)
 
 
 def parse_messages(messages):

@@ -157,6 +157,8 @@ def plan(conv: Conversation, ctx: Context) -> Reply:
         calls = _forced_call(conv)
         if not calls:
             text = _plain_text(conv, ctx.faults)
+    if not conv.parallel_tools:
+        calls = calls[:1]
     if conv.thinking:
         thinking = thinking or DEFAULT_THINKING
     else:

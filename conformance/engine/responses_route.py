@@ -83,7 +83,8 @@ def parse(body: dict, faults) -> Conversation:
     more_system, messages = _parse_input(body.get("input"))
     return Conversation(api="responses", model=model or "", system=system + more_system, messages=messages,
                         tools=tools, tool_choice=choice, tool_choice_name=name, max_tokens=mt,
-                        thinking=effort is not None and effort != "none", stream=bool(stream))
+                        thinking=effort is not None and effort != "none", stream=bool(stream),
+                        parallel_tools=body.get("parallel_tool_calls") is not False)
 
 
 def _parse_input(inp):

@@ -271,3 +271,17 @@ def test_responses_stream_grammar(engine_url):
     final = evs[-1][1]["response"]
     assert final["status"] == "completed" and [o["type"] for o in final["output"]] == ["reasoning", "function_call", "function_call"]
     assert final["usage"]["total_tokens"] == final["usage"]["input_tokens"] + final["usage"]["output_tokens"]
+
+
+def test_parallel_tool_use_can_be_disabled(engine_url):
+    prompt = "Read the files left.txt and right.txt [task:parallel-reads]"
+    a = {"model": "m", "max_tokens": 500, "tools": CLAUDE_TOOLS, "messages": [{"role": "user", "content": prompt}]}
+    msg = json.loads(b"".join(post(engine_url, "/v1/messages", a)[2]))
+    assert [b["type"] for b in msg["content"]] == ["tool_use", "tool_use"]
+    a["tool_choice"] = {"type": "auto", "disable_parallel_tool_use": True}
+    msg = json.loads(b"".join(post(engine_url, "/v1/messages", a)[2]))
+    assert [b["type"] for b in msg["content"]] == ["tool_use"]
+    o = {"model": "m", "tools": OPENAI_TOOLS, "parallel_tool_calls": False,
+         "messages": [{"role": "user", "content": prompt}]}
+    out = json.loads(b"".join(post(engine_url, "/v1/chat/completions", o)[2]))
+    assert len(out["choices"][0]["message"]["tool_calls"]) == 1
