@@ -252,6 +252,7 @@ class ContextProbe:
         self._base: int | None = None
         self._rate: float | None = None
         self._attempts: dict[tuple[float, float], Attempt] = {}
+        self._hints: dict[tuple[int, int | None], int] = {}  # sentences found for a size: the next depth starts there
 
     # -- sizing ---------------------------------------------------------------------------------
 
@@ -271,7 +272,7 @@ class ContextProbe:
         return self._base, self._rate
 
     async def size(self, intended: int, *, depth: float = 0.5, ceiling: int | None = None,
-                   exact: bool = True) -> Sized:
+                   exact: bool = True, phrase: str | None = None) -> Sized:
         """Find the number of haystack sentences whose request the target counts as `intended` tokens.
 
         `ceiling`: the count must stay at or below it (a request meant to fit must fit).
@@ -279,8 +280,10 @@ class ContextProbe:
         counts measured below the limit when the counter cannot count the request itself.
         """
         base, rate = await self._rates()
-        phrase = needle_phrase("calibration")
-        n = max(0, round((intended - base) / rate))
+        phrase = phrase or needle_phrase("calibration")
+        n = self._hints.get((intended, ceiling))
+        if n is None:
+            n = max(0, round((intended - base) / rate))
         best: Sized | None = None
         for _ in range(8):
             try:
@@ -305,6 +308,7 @@ class ContextProbe:
             n = max(0, n + step)
         if best is None:
             raise RuntimeError(f"could not size a prompt of {intended} tokens under {ceiling} with the target's counts")
+        self._hints[(intended, ceiling)] = best.n_sentences
         return best
 
     def max_tokens_for(self, tokens: int) -> int:
@@ -316,8 +320,8 @@ class ContextProbe:
     async def attempt(self, intended: int, depth: float, key: str, *, ceiling: int | None,
                       exact: bool = True, max_tokens: int | None = None,
                       deadlines: Deadlines | None = None) -> Attempt:
-        sized = await self.size(intended, depth=depth, ceiling=ceiling, exact=exact)
         phrase = needle_phrase(key)
+        sized = await self.size(intended, depth=depth, ceiling=ceiling, exact=exact, phrase=phrase)
         body = self.request(sized.n_sentences, depth, phrase, max_tokens or self.max_tokens_for(sized.tokens))
         raw = await send(self.target, body, deadlines=deadlines)
         message = judge(raw, body, self.target.api).message if raw.ok else None
@@ -334,9 +338,8 @@ class ContextProbe:
             intended = round(fraction * limit)
             ceiling = limit - 1 if fraction < 1 else None
             for depth in depths:
-                key = f"{fraction}:{depth}"
-                sized = await self.size(intended, depth=depth, ceiling=ceiling)
-                phrase = needle_phrase(key)
+                phrase = needle_phrase(f"{fraction}:{depth}")
+                sized = await self.size(intended, depth=depth, ceiling=ceiling, phrase=phrase)
                 max_tokens = self.max_tokens_for(sized.tokens)
                 body = self.request(sized.n_sentences, depth, phrase, max_tokens)
                 raw = await send(self.target, body)

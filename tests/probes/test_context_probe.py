@@ -13,10 +13,10 @@ from conformance.probes.common import TokenCounter, run_sync
 FRACTIONS = (0.5, 0.99)  # fewer lengths than the default keep the self-tests fast
 
 
-async def _all(t, **kw):
+async def _all(t, fractions=FRACTIONS, depths=C.DEPTHS):
     info = await C.discover_limit(t)
-    probe = C.ContextProbe(t, info, refuse_within=kw.get("refuse_within", 5.0))
-    points = await probe.needle_sweep(FRACTIONS, C.DEPTHS)
+    probe = C.ContextProbe(t, info, refuse_within=5.0)
+    points = await probe.needle_sweep(fractions, depths)
     out = C.needle_outcomes(points, info)
     out.append(await C.over_limit_outcome(probe))
     out.append(await C.advertised_outcome(probe))
@@ -35,27 +35,27 @@ def test_conformant_engine_passes_every_context_check_with_lengths_from_its_coun
     for p in points:  # within ±2% of the intended fraction, never over the limit
         assert abs(p.counted - p.intended) <= 0.02 * p.intended, p.row()
         assert p.counted < 4096
-        assert p.usage_tokens == p.counted, "the engine's usage agrees with its count_tokens"
+        assert p.usage_tokens == p.counted, "the count is of the exact request sent (usage agrees)"
     assert "refused with HTTP 400" in out["context.over_limit_refused"].message
     assert out["context.usable_agent_context"].details["counts_input_plus_max_tokens"] is False
 
 
 def test_context_truncated_fails_needle_depth0_only(engine, make_target):
-    _, _, out = run_sync(_all(make_target(engine("context-truncated"))))
+    _, _, out = run_sync(_all(make_target(engine("context-truncated")), (0.99,), (0.0, 0.5)))
     assert out["context.needle_depth0"].outcome == "failed"
     assert "needle at depth 0 lost at" in out["context.needle_depth0"].message
     assert [o for o in out.values() if o.failed] == [out["context.needle_depth0"]]
 
 
 def test_over_limit_not_refused_fails_over_limit_refused_only(engine, make_target):
-    _, _, out = run_sync(_all(make_target(engine("over-limit-not-refused"))))
+    _, _, out = run_sync(_all(make_target(engine("over-limit-not-refused")), (0.99,), (0.0, 0.5)))
     o = out["context.over_limit_refused"]
     assert o.outcome == "failed" and "silently truncated" in o.message and "usage reports 4095" in o.message
     assert [x for x in out.values() if x.failed] == [o]
 
 
 def test_advertised_context_wrong_fails_advertised_matches_only(engine, make_target):
-    info, _, out = run_sync(_all(make_target(engine("advertised-context-wrong"))))
+    info, _, out = run_sync(_all(make_target(engine("advertised-context-wrong")), (0.99,), (0.0, 0.5)))
     assert info.advertised == 8192
     o = out["context.advertised_matches"]
     assert o.outcome == "failed" and "advertises 8192" in o.message

@@ -1,0 +1,54 @@
+"""The probes as users run them: `pytest --target=URL -m context|load` with the plugin's options."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from conformance.results import read_results
+
+
+def _pytest(tmp_path, url, *args, timeout=120):
+    cmd = [sys.executable, "-m", "pytest", f"--target={url}", "-p", "no:cacheprovider", "-q", "-rA",
+           f"--conformance-report-dir={tmp_path / 'reports'}", *args]
+    return subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=timeout)
+
+
+def test_context_probes_pass_on_the_conformant_engine_and_record_results(engine, tmp_path):
+    url = engine()
+    r = _pytest(tmp_path, url, "-m", "context", "-k", "limit_known or over_limit or output_cap")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "3 passed" in r.stdout, r.stdout[-2000:]
+    records = {x.check_id: x for x in read_results(tmp_path / "reports" / "results")}
+    assert records["context.over_limit_refused"].outcome == "passed"
+    assert records["context.limit_known"].message.startswith("limit 4096")
+    assert records["reasoning.output_cap"].outcome == "passed"
+
+
+@pytest.mark.slow
+def test_over_limit_fault_fails_with_its_check_id_and_a_failure_folder(engine, tmp_path):
+    url = engine("over-limit-not-refused")
+    r = _pytest(tmp_path, url, "-m", "context", "-k", "over_limit", "--conformance-repeat", "2")
+    assert r.returncode == 1, r.stdout[-3000:]
+    assert "context.over_limit_refused" in r.stdout and "silently truncated" in r.stdout
+    assert "failed in all 2 runs" in r.stdout
+    assert (tmp_path / "reports" / "failures").is_dir()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("limit", ["1000"])
+def test_the_context_limit_option_is_used(engine, tmp_path, limit):
+    url = engine()
+    r = _pytest(tmp_path, url, "-m", "context", "-k", "limit_known", f"--conformance-context-limit={limit}")
+    assert r.returncode == 0, r.stdout[-3000:]
+    assert "limit 1000 (from the option); advertised 4096" in r.stdout
+
+
+def test_repeat_refuses_rerun_plugins(engine, tmp_path):
+    pytest.importorskip("pytest_rerunfailures")
+    url = engine()
+    r = _pytest(tmp_path, url, "-m", "context", "-k", "limit_known", "--conformance-repeat", "3", "--reruns", "2")
+    assert r.returncode == 4, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "cannot run together with --reruns" in (r.stdout + r.stderr)
