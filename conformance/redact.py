@@ -165,11 +165,9 @@ class Redactor:
         return text
 
     def redact_bytes(self, data: bytes) -> bytes:
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            return data  # a chunk split inside a character; the joined body is redacted by the caller
-        return self.redact_text(text).encode("utf-8")
+        """Bytes that may end inside a UTF-8 character (a network chunk): invalid bytes survive as is."""
+        text = data.decode("utf-8", "surrogateescape")
+        return self.redact_text(text).encode("utf-8", "surrogateescape")
 
     # -- headers ---------------------------------------------------------------------------
     def _header_kind(self, name: str) -> str | None:

@@ -84,3 +84,9 @@ def slow_upstream():
         return up, serve_app_in_thread(up.app())
 
     return make
+
+
+@pytest.fixture
+def serve_app():
+    """serve_app(app) -> a context manager yielding the base URL of the served aiohttp app."""
+    return serve_app_in_thread
