@@ -114,7 +114,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if call.when == "call" and _SESSION in item.config.stash:
         from conformance.suite import hooks
 
-        hooks.apply_baseline(item, call, report, item.config.stash[_SESSION])
+        hooks.on_call_report(item, call, report, item.config.stash[_SESSION])
     return report
 
 

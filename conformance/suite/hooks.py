@@ -117,7 +117,18 @@ def settings_for(node, session: SuiteSession, overrides: dict | None) -> SuiteCo
     return resolved.replace(run_token=session.config.run_token, raw_options=session.config.raw_options)
 
 
-# ----------------------------------------------------------------------------- baseline gate
+# ----------------------------------------------------------------------------- reports and gate
+def on_call_report(item, call, report, session: SuiteSession) -> None:
+    """A ConformanceFailure is shown as its formatted text (no traceback of the suite's own code),
+    then the baseline gate applies."""
+    from conformance.failures import ConformanceFailure
+
+    exc = call.excinfo.value if call.excinfo is not None else None
+    if report.failed and isinstance(exc, ConformanceFailure):
+        report.longrepr = str(exc)
+    apply_baseline(item, call, report, session)
+
+
 def apply_baseline(item, call, report, session: SuiteSession) -> None:
     baseline = getattr(session, "baseline", None)
     if baseline is None:

@@ -15,6 +15,7 @@ Rules:
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import threading
@@ -27,7 +28,7 @@ from urllib.parse import urlsplit
 from conformance.results import Result, ResultsWriter
 from conformance.suite.client import headers_for, target_url
 from conformance.suite.config import SuiteConfig
-from conformance.transport import Deadlines, RawExchange, send_sync
+from conformance.transport import Deadlines, RawExchange, send
 
 _PROBE = Deadlines(connect=3.0, first_content=5.0, total=8.0)
 
@@ -57,6 +58,9 @@ class SuiteSession:
         self._models: list[str] | None = None
         self._apis: dict[str, bool] = {}
         self.versions: dict[str, str] = {}
+        self._ssl = None
+        self.cli_layer: dict[str, Any] = {}
+        self.baseline = None
         self.cache: dict[Any, Any] = {}  # per-process memo for tests that share an exchange
 
     # ------------------------------------------------------------------ results and artifacts
@@ -119,8 +123,8 @@ class SuiteSession:
             from conformance.checks.exchange import protocol
 
             predicate = getattr(protocol(api), "content_started", None)
-        raw = send_sync(method, url, headers=hdrs, body=body, deadlines=deadlines or self.config.deadlines,
-                        first_content=predicate)
+        raw = self._send(method, url, headers=hdrs, body=body, deadlines=deadlines or self.config.deadlines,
+                         first_content=predicate)
         self._note_versions(raw)
         if raw.error_kind == "connect":
             self.mark_down(f"{label or url}: {raw.error}")
@@ -132,13 +136,30 @@ class SuiteSession:
                 self.mark_down(f"{label or url}: {raw.error}; then the target refused connections ({reason})")
         return raw
 
+    def _send(self, method: str, url: str, *, deadlines: Deadlines, **kwargs: Any) -> RawExchange:
+        """transport.send on a fresh loop with a client built from a cached TLS context (creating
+        the default context costs ~0.2 s, more than a whole exchange with a local engine)."""
+        import httpx
+
+        if self._ssl is None:
+            import ssl
+
+            self._ssl = ssl.create_default_context()
+
+        async def go() -> RawExchange:
+            timeout = httpx.Timeout(deadlines.total, connect=deadlines.connect)
+            async with httpx.AsyncClient(timeout=timeout, verify=self._ssl) as client:
+                return await send(method, url, deadlines=deadlines, client=client, **kwargs)
+
+        return asyncio.run(go())
+
     def get_json(self, path: str) -> tuple[int | None, Any]:
         """GET a JSON document from the target (probe deadlines); (status, parsed or None)."""
         if self._down is not None:
             return None, None
         url = target_url(self.config.target or "", path)
         hdrs = headers_for("openai", self.config.api_key, {}) if self.config.api_key else {"accept-encoding": "identity"}
-        raw = send_sync("GET", url, headers=hdrs, deadlines=_PROBE)
+        raw = self._send("GET", url, headers=hdrs, deadlines=_PROBE)
         self._note_versions(raw)
         if raw.status is None:
             if raw.error_kind == "connect":
@@ -186,7 +207,7 @@ class SuiteSession:
     # ------------------------------------------------------------------ versions
     def _note_versions(self, raw: RawExchange) -> None:
         h = raw.response_headers
-        for name, key in (("server", "server"), ("x-litellm-version", "router"), ("x-conformance-engine", "engine")):
+        for name, key in (("server", "server header"), ("x-litellm-version", "router"), ("x-conformance-engine", "engine")):
             if h.get(name) and key not in self.versions:
                 self.versions[key] = h[name]
 

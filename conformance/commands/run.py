@@ -1,0 +1,78 @@
+"""`conformance run [--target URL] [pytest args...]`: run the whole suite, write the reports.
+
+Rules:
+- With no target (and no CONFORMANCE_TARGET), it starts the embedded reference engine as a real
+  subprocess (`conformance.engine.launch.spawn_engine`, optionally with `--fault NAME`) and runs
+  the suite against it, then stops the engine.
+- Everything it does not know goes to pytest unchanged (`-n 2`, `-k ...`, `--conformance-*`).
+  It adds `--junitxml=<report dir>/junit.xml` unless the user passed a JUnit path.
+- Exit code: 0 all passed, 1 conformance failures, 2 bad usage or the run could not happen.
+"""
+
+from __future__ import annotations
+
+NAME = "run"
+HELP = "run the conformance suite (against the embedded reference engine when no --target is given)"
+DESCRIPTION = (
+    "Run the whole conformance suite and write reports/ (summary.md, junit.xml, failure folders). "
+    "Without --target it starts the embedded reference engine. Unknown arguments are passed to pytest, "
+    "e.g. `conformance run --target http://127.0.0.1:4000 -n 2 --conformance-api anthropic`."
+)
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--target", metavar="URL", help="router or engine base URL (env CONFORMANCE_TARGET)")
+    parser.add_argument("--fault", action="append", default=[], metavar="NAME",
+                        help="with no --target: start the embedded engine with this fault (repeatable)")
+    parser.set_defaults(_accepts_extra=True)
+
+
+def _report_dir(extra: list[str]) -> str:
+    for i, arg in enumerate(extra):
+        if arg.startswith("--conformance-report-dir="):
+            return arg.split("=", 1)[1]
+        if arg == "--conformance-report-dir" and i + 1 < len(extra):
+            return extra[i + 1]
+    return "reports"
+
+
+def run(args) -> int:
+    import os
+    import sys
+    from pathlib import Path
+
+    import pytest
+
+    extra = list(getattr(args, "extra", []) or [])
+    target = args.target or os.environ.get("CONFORMANCE_TARGET")
+    if target and args.fault:
+        print("conformance run: --fault applies to the embedded engine; it cannot be combined with --target",
+              file=sys.stderr)
+        return 2
+    # `conformance` is imported before pytest starts, so its plugin module cannot be rewritten.
+    pytest_args = ["-W", "ignore::pytest.PytestAssertRewriteWarning", *extra]
+    if not any(a.startswith(("--junitxml", "--junit-xml")) for a in extra):
+        pytest_args.append(f"--junitxml={Path(_report_dir(extra)) / 'junit.xml'}")
+
+    def go(url: str) -> int:
+        code = pytest.main([f"--target={url}", *pytest_args])
+        code = int(code)
+        return 0 if code == 0 else 1 if code == 1 else 2
+
+    if target:
+        return go(target)
+    from conformance.engine.launch import EngineStartError, spawn_engine
+
+    engine_args: list[str] = []
+    for fault in args.fault:
+        engine_args += ["--fault", fault]
+    try:
+        engine = spawn_engine(*engine_args)
+    except EngineStartError as exc:
+        print(f"conformance run: the embedded reference engine did not start: {exc}", file=sys.stderr)
+        return 2
+    with engine:
+        faults = f" with fault(s) {', '.join(args.fault)}" if args.fault else ""
+        print(f"conformance run: no --target given; testing the embedded reference engine at {engine.url}{faults}",
+              flush=True)
+        return go(engine.url)
