@@ -29,7 +29,9 @@ Rules:
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import functools
 import json
 import random
 import re
@@ -40,6 +42,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 import conformance.checks.loop  # noqa: F401  (registers the loop.* checks)
 from conformance.captures import (
@@ -56,7 +60,7 @@ from conformance.loop.sandbox import Sandbox, ToolOutcome
 from conformance.loop.scenarios import Scenario, check_completion
 from conformance.loop.tools import CLIENT_FOR_API, offered_tool_names
 from conformance.results import Result
-from conformance.transport import Deadlines, RawExchange, send_sync
+from conformance.transport import Deadlines, RawExchange, send
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 _CWD_RX = re.compile(r"working directory:\s*(/[^\s\"\\<>]+)", re.IGNORECASE)
@@ -66,6 +70,13 @@ TOOL_STOPS = {"anthropic": ("tool_use",), "openai": ("tool_calls",)}
 
 class TemplateError(LookupError):
     pass
+
+
+@functools.lru_cache(maxsize=1)
+def _tls_context():
+    import ssl
+
+    return ssl.create_default_context()
 
 
 # ---------------------------------------------------------------------------------- templates
@@ -471,8 +482,17 @@ class LoopDriver:
             return self.sender(req, serialize(body))
         url = target_url(self.target, req.path, req.query)
         headers = headers_for(self.api, self.api_key, req.headers)
-        return send_sync("POST", url, headers=headers, body=serialize(body), deadlines=self.deadlines,
-                         first_content=protocol(self.api).content_started)
+        deadlines = self.deadlines
+
+        async def one() -> RawExchange:
+            # One client per turn (each turn runs on its own event loop), sharing one TLS context:
+            # building a default context loads the CA store, ~0.2 s every time.
+            timeout = httpx.Timeout(deadlines.total, connect=deadlines.connect)
+            async with httpx.AsyncClient(timeout=timeout, verify=_tls_context()) as client:
+                return await send("POST", url, headers=headers, body=serialize(body), deadlines=deadlines,
+                                  first_content=protocol(self.api).content_started, client=client)
+
+        return asyncio.run(one())
 
     def run(self, scenario: Scenario, *, rng_seed: int | None = None, max_turns: int | None = None) -> LoopReport:
         from conformance.checks.exchange import check_exchange
@@ -517,6 +537,7 @@ class LoopDriver:
                 if isinstance(message, dict):
                     record.stop_reason = (message.get("stop_reason") if self.api == "anthropic"
                                           else message.get("finish_reason"))
+                    record.calls = parse_calls(message, self.api, offered)
                 if verdict.errors or not isinstance(message, dict):
                     report.violations.extend(verdict.violations)
                     if not verdict.errors:
@@ -529,8 +550,7 @@ class LoopDriver:
                 report.violations.extend(v for v in verdict.violations if not v.is_error)
                 stop = message.get("stop_reason") if self.api == "anthropic" else message.get("finish_reason")
                 record.stop_reason = stop
-                calls = parse_calls(message, self.api, offered)
-                record.calls = calls
+                calls = record.calls
                 bad = [c for c in calls if c.problem]
                 for c in bad:
                     report.violations.append(violation(
