@@ -152,3 +152,38 @@ def test_model_output_never_reaches_a_process(box: Sandbox, monkeypatch) -> None
     monkeypatch.setattr(os, "system", boom)
     for command in ("ls", "echo hi > x.txt", "cat a.txt", "python3 -c 1"):
         box.run(_names(box)["bash"], {"command": command})
+
+
+# ---------------------------------------------------------------------------- properties
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_WORDS = st.sampled_from(["ls", "cat", "echo", "mkdir", "-p", "wc", "head", "-n", "1", "tail", "pwd", "touch",
+                          "a.txt", "..", "../x", "/etc/passwd", "/tmp", ">", ">>", "&&", ";", "|", "$(id)",
+                          "`id`", "'q w'", '"q"', "rm", "-rf", "/", "..//..", "x/../../y", "~", "*", "&", "<"])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(words=st.lists(_WORDS, min_size=1, max_size=8), client=st.sampled_from(["claude-code", "opencode"]))
+def test_no_command_escapes_the_root(tmp_path_factory, words, client):
+    parent = tmp_path_factory.mktemp("prop")
+    (parent / "sentinel.txt").write_text("keep")
+    box = Sandbox(parent / "root", client)
+    box.seed({"a.txt": "a\n"})
+    box.run("Bash" if client == "claude-code" else "bash", {"command": " ".join(words)})
+    assert sorted(p.name for p in parent.iterdir()) == ["root", "sentinel.txt"]
+    assert (parent / "sentinel.txt").read_text() == "keep"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(path=st.text(alphabet="./abx~-", min_size=1, max_size=20) | st.sampled_from(["/", "/etc", "//etc/x"]))
+def test_every_path_resolves_inside_the_root_or_is_refused(tmp_path_factory, path):
+    from conformance.loop.sandbox import SandboxError
+
+    root = tmp_path_factory.mktemp("paths") / "root"
+    box = Sandbox(root, "claude-code")
+    try:
+        p = box.resolve(path)
+    except SandboxError:
+        return
+    assert p == box.root or box.root in p.parents
