@@ -22,6 +22,7 @@ from .helpers import (
     RESPONSES_TOOLS,
     Sandbox,
     check_completion,
+    post,
     seed_scenario,
 )
 
@@ -47,6 +48,18 @@ def test_scenario_files_valid_against_schema():
     assert {"write-file", "sum-numbers", "edit-file", "multi-step", "parallel-reads"} <= ids
 
 
+def _wire_core_passes(url, api, body):
+    """The same turn, sent raw, passes the wire core's stream checks."""
+    from conformance.protocols import anthropic as A
+    from conformance.protocols import openai as O
+
+    path = "/v1/messages" if api == "anthropic" else "/v1/chat/completions"
+    status, _, chunks = post(url, path, body)
+    report = (A if api == "anthropic" else O).check_stream(chunks, request=body)
+    errors = [str(v) for v in report.violations if v.severity == "error"]
+    assert status == 200 and report.complete and not errors, errors
+
+
 def _loop_anthropic(url, doc, root):
     import anthropic
 
@@ -59,6 +72,9 @@ def _loop_anthropic(url, doc, root):
     sandbox = Sandbox(root, "claude")
     shapes = []
     for turn in range(doc.get("max_turns", 8)):
+        _wire_core_passes(url, "anthropic", {
+            "model": "claude-sonnet-x", "max_tokens": 32000, "system": system, "messages": messages,
+            "tools": CLAUDE_TOOLS, "thinking": {"type": "adaptive"}, "stream": True})
         with client.messages.stream(
             model="claude-sonnet-x", max_tokens=32000, system=system, messages=messages, tools=CLAUDE_TOOLS,
             thinking={"type": "adaptive"}, metadata={"user_id": "user_abc_session_1"},
@@ -93,6 +109,8 @@ def _loop_openai(url, doc, root):
     sandbox = Sandbox(root, "opencode")
     shapes = []
     for _ in range(doc.get("max_turns", 8)):
+        _wire_core_passes(url, "openai", {"model": "local/m", "messages": messages, "tools": OPENAI_TOOLS,
+                                          "stream": True, "stream_options": {"include_usage": True}})
         with client.chat.completions.stream(model="local/m", messages=messages, tools=OPENAI_TOOLS,
                                             tool_choice="auto", max_tokens=32000,
                                             stream_options={"include_usage": True}) as stream:
