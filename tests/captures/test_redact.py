@@ -131,3 +131,11 @@ def test_fill_prose_openai_and_quoted_prompt():
     assert out["messages"][3] == body["messages"][3]
     assert out["tools"][0]["function"]["name"] == "write"
     assert out["tools"][0]["function"]["description"] != "Write a file"
+
+
+def test_logged_in_account_uuid_is_pseudonymised_too():
+    r = Redactor()
+    acct = "0c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f"
+    uid = json.dumps({"device_id": "e" * 64, "account_uuid": acct, "session_id": "5f0e7a52-1c1b-4c7e-9a55-0d4c2b8e9f11"})
+    out = r.redact_body({"metadata": {"user_id": uid}})["metadata"]["user_id"]
+    assert acct not in out and json.loads(out)["account_uuid"].startswith("00000000-0000-4000-8000-")
