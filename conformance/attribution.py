@@ -17,7 +17,11 @@ Rules:
   * `both` — the engine fails too, but the target shows symptoms the engine does not;
   * `unknown` — the engine could not be asked (unreachable, nothing to replay), said so.
   Symptoms compare across dialects: `anthropic.stream.X` and `openai.stream.X` are one symptom,
-  and the rows of SYMPTOMS join rules that are the same failure on the two wires.
+  and the rows of SYMPTOMS join rules that are the same failure on the two wires. Across
+  dialects (a translating router), wire-shape symptoms the router shows on top of a shared
+  failure are the router relaying the engine's broken output (WIRE_CONSEQUENCES), not a 2nd bug.
+- A forwarded body the engine *refuses* is replayed once more in the client's own form: when the
+  engine accepts that, the router's translation broke the request -> `router`.
 - The Attribution carries both sides' evidence (violations, status, error text, the first bytes
   of the engine's answer, what was replayed) and can write it into a failure folder.
 
@@ -65,7 +69,15 @@ SYMPTOMS: dict[str, str] = {
     "openai.stream.grammar": "stream-grammar",
     "suite.stream.wellformed": "stream-grammar",
     "suite.response.wellformed": "stream-grammar",
+    # A hang is a hang: whether keep-alives pass a layer decides which deadline fires first.
+    "suite.deadline.first_content": "deadline",
+    "suite.deadline.total": "deadline",
 }
+
+# Wire-shape rules that fail on the router's side when it re-encodes an engine's broken output.
+WIRE_CONSEQUENCES = {"stream.event_schema", "response.schema", "stream.event_json", "stream-grammar",
+                     "stream.delta_block_type", "stream.chunk_schema"}
+REQUEST_ACCEPTED = "suite.request.accepted"
 
 Judge = Callable[[RawExchange, dict, str], list[Violation]]
 
@@ -147,9 +159,15 @@ class Attribution:
         return folder
 
 
-def decide(target: list[Violation], engine: list[Violation], *, engine_answered: bool) -> tuple[str, str]:
+def decide(target: list[Violation], engine: list[Violation], *, engine_answered: bool,
+           cross_dialect: bool = False) -> tuple[str, str]:
+    """The layer from the two sides' error symptoms. `cross_dialect`: the engine was judged on
+    another wire than the target (a translating router): the target's wire-shape symptoms that
+    come with a shared failure are the router relaying the engine's bad output, not a second bug."""
     t = {symptom(v.check_id) for v in target if v.is_error}
     e = {symptom(v.check_id) for v in engine if v.is_error}
+    if cross_dialect and t & e:
+        t = {x for x in t if x not in WIRE_CONSEQUENCES} | (t & e)
     if not t:
         return "unknown", "the target shows no error to attribute"
     if not engine_answered and not e:
@@ -258,5 +276,21 @@ def attribute(
     if extra_judge is not None:
         engine_violations += extra_judge(raw, body, replay_api)
     att.engine_violations = engine_violations
-    att.layer, att.explanation = decide(target, engine_violations, engine_answered=raw.status is not None)
+    cross = replay_api != api
+    att.layer, att.explanation = decide(target, engine_violations, engine_answered=raw.status is not None, cross_dialect=cross)
+    refused = any(v.check_id == REQUEST_ACCEPTED for v in engine_violations)
+    if att.replayed == "forwarded" and refused and att.layer in ("engine", "both"):
+        # The engine refuses what the router sent. Does it accept the client's own request?
+        # Then the router's translation broke the request (the translation report says how).
+        o_path, o_body = ("/v1/messages", dict(request)) if api == "anthropic" and has_messages_route(engine_url) else (
+            "/v1/chat/completions", minimal_openai_request(request) if api == "anthropic" else dict(request))
+        if engine_model:
+            o_body = dict(o_body, model=engine_model)
+        o_raw = replay(engine_url, o_path, o_body, deadlines=deadlines, api_key=api_key)
+        o_verdict = check_exchange(o_raw, o_body, api=dialect_of(o_path), expect_model=expect_model, turn=turn)
+        if not any(v.check_id == REQUEST_ACCEPTED for v in o_verdict.errors):
+            att.layer = "router"
+            att.explanation = (f"introduced by the router: the engine refuses the request the router sent it "
+                               f"(HTTP {raw.status}: {verdict.error_text}) but accepts the client's request directly "
+                               f"on {o_path} (HTTP {o_raw.status}): the router's translation broke it")
     return att

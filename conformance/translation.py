@@ -109,7 +109,12 @@ def replay(engine_url: str, path: str, body: dict, *, deadlines: Deadlines = REP
         headers.update({"x-api-key": api_key, "anthropic-version": "2023-06-01"})
     else:
         headers["authorization"] = f"Bearer {api_key}"
-    return send_sync("POST", engine_url.rstrip("/") + path, headers=headers, body=json.dumps(body).encode(), deadlines=deadlines)
+    from conformance.checks.exchange import protocol
+
+    # Keep-alives (pings, comments) are not content: a hang-with-pings must hit the first-content
+    # deadline here exactly as it does through the router.
+    return send_sync("POST", engine_url.rstrip("/") + path, headers=headers, body=json.dumps(body).encode(),
+                     deadlines=deadlines, first_content=protocol(api).content_started)
 
 
 def accumulate(raw: RawExchange, request: dict, api: str) -> dict | None:

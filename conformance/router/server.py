@@ -270,11 +270,15 @@ class Router:
         saw_done = False
         try:
             async for chunk in upstream.content.iter_any():
+                if request.transport is None or request.transport.is_closing():
+                    return resp  # the client went away: stop reading the upstream (keep-alives included)
                 for name, data in reader.feed(chunk):
                     saw_done = await self._one(name, data, translator, emit) or saw_done
             for name, data in reader.close():
                 saw_done = await self._one(name, data, translator, emit) or saw_done
         except (TimeoutError, aiohttp.ClientError) as exc:
+            if request.transport is None or request.transport.is_closing():
+                return resp  # the client is gone (a failed write lands here too)
             await emit([{"type": "error", "error": {"type": "api_error", "message": f"router: upstream stream broke: {exc}"}}])
         if translator is not None:
             await emit(translator.finish_events(upstream_complete=saw_done))
