@@ -406,7 +406,7 @@ class LoopDriver:
     def __init__(self, target: str, api: str, *, model: str | None = None, expect_model: str | None = None,
                  api_key: str | None = None, deadlines: Deadlines | None = None, template: Template | None = None,
                  captured_root: Path | str | None = None, workdir: Path | str | None = None,
-                 keep_sandbox: bool = False, sender=None) -> None:
+                 keep_sandbox: bool = False, sender=None, salt_token: str | None = None) -> None:
         if api not in CLIENT_FOR_API:
             raise ValueError(f"api must be one of {sorted(CLIENT_FOR_API)}, got {api!r}")
         self.target = target
@@ -422,6 +422,7 @@ class LoopDriver:
         # sender(captured_request, body_bytes) -> RawExchange; default: the transport with deadlines.
         # The suite passes its session's sender so a dead target is noticed once for the whole run.
         self.sender = sender
+        self.salt_token = salt_token  # --conformance-salt: a run token at the start of the system prompt
 
     # ----- hooks (overridden only by self-tests)
     def echo_assistant(self, message: dict) -> dict:
@@ -508,6 +509,10 @@ class LoopDriver:
         start = time.monotonic()
         try:
             body = build_first_request(self.template, scenario.prompt, sandbox.root, self.model)
+            if self.salt_token:
+                from conformance.suite.client import salted
+
+                body = salted(body, self.api, self.salt_token)
             offered = offered_tool_names(self.api, body)
             cache_control = self._cache_control()
             forced = False

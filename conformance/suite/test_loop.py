@@ -33,6 +33,8 @@ def test_loop(scenario, api, conformance_ctx, tmp_path):
         ctx.fail_target_down()
     require_api(ctx, api)
     settings = ctx.settings
+    if settings.client not in ("all", CLIENT_FOR_API[api]):
+        pytest.skip(f"--conformance-client {settings.client}: the {api} loop runs as {CLIENT_FOR_API[api]}")
     template = find_template(api, settings.captures)
     model = ctx.session.model_for(template.request.body.get("model"), settings)
     ctx.model = model or ""
@@ -43,7 +45,8 @@ def test_loop(scenario, api, conformance_ctx, tmp_path):
 
     driver = LoopDriver(settings.target, api, model=model, expect_model=settings.served_model(model),
                         api_key=settings.api_key, deadlines=settings.deadlines, template=template,
-                        workdir=tmp_path, sender=sender)
+                        workdir=tmp_path, sender=sender,
+                        salt_token=settings.run_token if settings.salt else None)
     report = driver.run(scenario)
     for turn in report.turns:
         ctx.exchanges.append(Sent(api, template.request.path, turn.request, turn.raw, note=f"turn {turn.turn}"))

@@ -160,3 +160,16 @@ def test_the_bundled_corpus_provides_both_templates() -> None:
         t = find_template(api, captured_dir())
         assert t.source.startswith(f"{client}/") and "bundled" not in t.source, t.source
         assert t.request.api == api
+
+
+def test_salt_goes_first_in_the_system_prompt_and_stays(tmp_path: Path) -> None:
+    from conformance.engine.launch import serve_engine_in_thread
+    from conformance.loop.scenarios import get_scenario
+
+    with serve_engine_in_thread() as url:
+        for api in ("anthropic", "openai"):
+            report = LoopDriver(url, api, workdir=tmp_path, salt_token="tok123").run(get_scenario("write-static"))
+            report.raise_for_failure()
+            for t in report.turns:
+                system = t.request["system"][0]["text"] if api == "anthropic" else t.request["messages"][0]["content"]
+                assert "tok123" in system[:40]
