@@ -94,13 +94,17 @@ class CaptureRecorder:
             self._exchanges: dict[int, Exchange] = {}
             self._seq = itertools.count(1)
             self._inferred: tuple[str, str] | None = None
+            self._generation = getattr(self, "_generation", 0) + 1
 
-    def next_seq(self) -> int:
-        return next(self._seq)
+    def next_seq(self) -> tuple[int, int]:
+        """(case generation, order of arrival): an exchange still in flight when the case
+        changes is dropped instead of landing in the next case."""
+        with self._lock:
+            return self._generation, next(self._seq)
 
     def record(
         self,
-        seq: int,
+        seq: tuple[int, int],
         *,
         method: str,
         path: str,
@@ -109,9 +113,13 @@ class CaptureRecorder:
         body: bytes,
         response: CapturedResponse | None,
         note: str = "",
-    ) -> Exchange:
-        """Redact one exchange (in memory) and add it; rewrite the capture file."""
+    ) -> Exchange | None:
+        """Redact one exchange (in memory) and add it; rewrite the capture file. Returns None
+        when the exchange belongs to a case that has ended."""
+        generation, order = seq
         with self._lock:
+            if generation != self._generation:
+                return None
             if self._inferred is None:
                 self._inferred = infer_client(headers.get("user-agent", ""))
             red = self.redactor
@@ -138,7 +146,7 @@ class CaptureRecorder:
                     chunks=[Chunk(c.t, red.redact_bytes(c.data)) for c in response.chunks],
                 )
             ex = Exchange(req, response, note)
-            self._exchanges[seq] = ex
+            self._exchanges[order] = ex
             self._save_locked()
             return ex
 
@@ -257,9 +265,9 @@ def make_app(upstream: str, recorder: CaptureRecorder, *, log=None) -> web.Appli
                 headers=req_headers, body=body, response=response, note=note,
             )
             if log is not None:
-                log(f"#{seq} {request.method} {request.path} -> {status} "
+                log(f"#{seq[1]} {request.method} {request.path} -> {status} "
                     f"({len(chunks)} chunks){' ' + note if note else ''}"
-                    f"{' [' + ex.request.api + ']' if ex.request.api != 'other' else ''}")
+                    + ("" if ex is not None else " (case ended: not recorded)"))
 
     app.router.add_route("*", "/{tail:.*}", handle)
     app.on_startup.append(on_startup)

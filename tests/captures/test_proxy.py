@@ -193,3 +193,13 @@ def test_unreachable_upstream_answers_502_and_is_recorded(tmp_path):
 ])
 def test_client_is_inferred_from_user_agent(ua, expected):
     assert infer_client(ua) == expected
+
+
+def test_an_exchange_finishing_after_its_case_ended_is_not_filed_under_the_next_case(tmp_path):
+    rec = CaptureRecorder(CaseInfo("one"), tmp_path / "one.json")
+    late = rec.next_seq()
+    rec.begin_case(CaseInfo("two"), tmp_path / "two.json")
+    kwargs = dict(method="POST", path="/v1/messages", query="", headers={}, body=b"{}", response=None)
+    assert rec.record(late, **kwargs) is None
+    assert rec.record(rec.next_seq(), **kwargs) is not None
+    assert [c.case for c in [rec.capture()]] == ["two"] and len(rec.capture().exchanges) == 1
