@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -35,26 +36,25 @@ from conformance.peers.stacks import STACKS, Stack, by_name
 from conformance.peers.trim import write_trimmed
 
 FIXTURES = C.REPO / "fixtures" / "peers"
+REAL_LOOP_SCENARIO = "write-static"  # fixtures/scenarios/write-static.json: tool_choice_required
 
 
-def _need(path: Path, script: str) -> None:
-    if not path.exists():
-        raise SystemExit(f"peers: {path} is missing; run .ci/peers/{script} first (or .ci/peers/run-all)")
-
-
-def check_installs(stacks: list[Stack]) -> None:
+def missing_installs(stack: Stack) -> list[str]:
+    """What this stack needs that is not installed, each with the script that installs it."""
     d = C.peers_dir()
-    routers = {s.router for s in stacks}
-    engines = {s.engine for s in stacks}
-    if "litellm" in routers:
-        _need(d / "litellm" / "bin" / "litellm", "install-litellm")
-    if "ccr" in routers:
-        _need(d / "ccr" / "node_modules" / "@musistudio" / "claude-code-router" / "dist" / "cli.js", "install-ccr")
-    if "llamacpp" in engines:
-        _need(d / "models" / C.GGUF_NAME, "install-llamacpp")
-    if "vllm" in engines:
-        _need(d / "vllm" / "bin" / "vllm", "install-vllm")
-        _need(d / "models" / C.HF_DIR_NAME / "model.safetensors", "convert-model")
+    needs: list[tuple[Path, str]] = []
+    if stack.router == "litellm":
+        needs.append((d / "litellm" / "bin" / "litellm", "install-litellm"))
+    if stack.router == "ccr":
+        needs.append((d / "ccr" / "node_modules" / "@musistudio" / "claude-code-router" / "dist" / "cli.js",
+                      "install-ccr"))
+    if stack.engine == "llamacpp":
+        needs += [(d / "llamacpp" / "bin" / "python", "install-llamacpp"), (d / "models" / C.GGUF_NAME, "install-llamacpp")]
+    if stack.engine == "vllm":
+        needs += [(d / "vllm" / "bin" / "vllm", "install-vllm"),
+                  (d / "models" / C.HF_DIR_NAME / "model.safetensors", "convert-model")]
+    return [f"{path} is missing: run .ci/peers/{script} (or .ci/peers/run-all)" for path, script in needs
+            if not path.exists()]
 
 
 def suite_command(stack: Stack, target: str, *, model: str, api_key: str, engine_url: str | None,
@@ -70,8 +70,10 @@ def suite_command(stack: Stack, target: str, *, model: str, api_key: str, engine
     if captures is not None:
         cmd.append(f"--conformance-captures={captures}")
     if stack.real_model:
-        # A 270M model on two shared cores: prefill ~170 tok/s, decode 15-30 tok/s.
-        cmd += ["--conformance-deadline-total=240", "--conformance-deadline-first-content=180"]
+        # A 270M model on two shared cores: prefill ~170 tok/s, decode 15-30 tok/s. One loop
+        # scenario: the one whose scenario file forces the tool call (tool_choice_required).
+        cmd += ["--conformance-deadline-total=240", "--conformance-deadline-first-content=180",
+                "-k", f"not test_loop or {REAL_LOOP_SCENARIO}"]
     if baseline is not None:
         cmd.append(f"--conformance-baseline={baseline}")
     cmd += list(stack.extra_args)
@@ -144,10 +146,15 @@ def router_for(stack: Stack, engine_url: str, upstream_model: str) -> ManagedSer
 
 
 def run_stack(stack: Stack, engines: Engines, *, reports: Path, trimmed: Path | None, versions: dict[str, str],
-              use_baseline: bool, timeout: float) -> dict:
+              use_baseline: bool, timeout: float, write_baseline: Path | None = None) -> dict:
     t0 = time.monotonic()
     rec: dict = {"stack": stack.name, "title": stack.title, "api": stack.api}
     model = C.REAL_MODEL if stack.real_model else C.ENGINE_MODEL
+    missing = missing_installs(stack)
+    if missing:
+        print(f"peers: [{stack.name}] not run: " + "; ".join(missing), flush=True)
+        rec.update(exit_code=None, start_error="not installed: " + "; ".join(missing), seconds=0.0)
+        return rec
     try:
         engine_url = engines.url(stack.engine)
         with contextlib.ExitStack() as es:
@@ -165,6 +172,9 @@ def run_stack(stack: Stack, engines: Engines, *, reports: Path, trimmed: Path | 
                                 engine_url=engine_url if stack.router else None, reports=reports,
                                 captures=trimmed if stack.real_model else None, versions=versions,
                                 baseline=baseline)
+            if write_baseline is not None:
+                write_baseline.mkdir(parents=True, exist_ok=True)
+                cmd.append(f"--conformance-baseline-write={write_baseline / (stack.name + '.json')}")
             print(f"peers: [{stack.name}] {stack.title}\n  $ {' '.join(cmd[2:])}", flush=True)
             log = reports / f"{stack.name}.log"
             with log.open("w", encoding="utf-8") as fh:
@@ -191,11 +201,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reports", default=str(C.REPO / "reports" / "peers"))
     ap.add_argument("--no-baseline", action="store_true",
                     help="run without fixtures/peers/<stack>.json (to see raw verdicts)")
+    ap.add_argument("--write-baselines", metavar="DIR", default=None,
+                    help="also write each stack's failures as a baseline DIR/<stack>.json (raw material for "
+                         "fixtures/peers/, see conformance.peers.expect)")
     ap.add_argument("--timeout", type=float, default=900, help="wall-clock limit per stack's suite run (s)")
     args = ap.parse_args(argv)
 
+    def _terminate(signum, frame):  # SIGTERM/SIGHUP: unwind so every server is stopped
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _terminate)
+
     stacks = [by_name(n.strip()) for n in args.stacks.split(",") if n.strip()] or list(STACKS)
-    check_installs(stacks)
     reports = Path(args.reports).resolve()
     reports.mkdir(parents=True, exist_ok=True)
     versions = C.installed_versions()
@@ -207,13 +225,14 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     records = []
     with Engines() as engines:
-        if any(s.engine == "vllm" for s in stacks):
+        if any(s.engine == "vllm" and not missing_installs(s) for s in stacks):
             engines.prestart("vllm")  # boots for minutes: let it start while other stacks run
         order = sorted(stacks, key=lambda s: {"reference": 0, "llamacpp": 1, "vllm": 2}[s.engine])
         done_engines: set[str] = set()
         for i, stack in enumerate(order):
             records.append(run_stack(stack, engines, reports=reports, trimmed=trimmed, versions=versions,
-                                     use_baseline=not args.no_baseline, timeout=args.timeout))
+                                     use_baseline=not args.no_baseline, timeout=args.timeout,
+                                     write_baseline=Path(args.write_baselines).resolve() if args.write_baselines else None))
             done_engines.add(stack.engine)
             rest = {s.engine for s in order[i + 1:]}
             for kind in list(engines.servers):

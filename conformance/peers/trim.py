@@ -21,19 +21,18 @@ import json
 from pathlib import Path
 from typing import Any
 
-MAX_TOKENS = 48
-MAX_TOOLS = 3
-SYSTEM_CHARS = 300
-TEXT_CHARS = 400
-DESC_CHARS = 80
-PREFERRED_TOOLS = ("read", "write", "bash", "read_file", "write_file", "edit", "glob", "grep")
+MAX_TOKENS = 64  # room for one <tool_call> with a short Write (path + content)
+MAX_TOOLS = 2
+SYSTEM_CHARS = 200
+TEXT_CHARS = 200
+DESC_CHARS = 60
+PREFERRED_TOOLS = ("write", "read", "bash", "read_file", "write_file", "edit", "glob", "grep")
 
 # Cases of the bundled corpus replayed through real engines (few, each a different shape).
 REAL_ENGINE_CASES = (
-    "claude-code/2.1.197/bare",          # Claude Code, minimal tool set, one turn
+    "claude-code/2.1.197/bare",          # Claude Code, minimal tool set (the loop's Anthropic template)
     "claude-code/2.1.197/tool-loop",     # Claude Code, tool_use/tool_result history
-    "opencode/1.18.33/anthropic-plain",  # opencode on the Anthropic wire
-    "opencode/1.18.33/openai-plain",     # opencode on the OpenAI wire
+    "opencode/1.18.33/openai-plain",     # opencode on the OpenAI wire (the loop's OpenAI template)
     "opencode/1.18.33/openai-tool-loop", # opencode, OpenAI tool_calls history
 )
 
