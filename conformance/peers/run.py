@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -166,6 +167,9 @@ def run_stack(stack: Stack, engines: Engines, *, reports: Path, trimmed: Path | 
                 api_key = C.MASTER_KEY if stack.router == "litellm" else "sk-peers-local"
             else:
                 target, api_key = engine_url, "sk-peers-local"
+            # A fresh report folder per run: the results record is append-only.
+            shutil.rmtree(reports / stack.name, ignore_errors=True)
+            (reports / f"{stack.name}.xml").unlink(missing_ok=True)
             fixture = FIXTURES / f"{stack.name}.json"
             baseline = fixture if use_baseline and fixture.exists() else None
             cmd = suite_command(stack, target, model=model, api_key=api_key,

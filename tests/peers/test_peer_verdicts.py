@@ -1,0 +1,63 @@
+"""Peer verdicts against expectations (marker `peers`): for every stack, the (test, check) pairs
+that failed in the last peer run (reports/peers/<stack>/, written by .ci/peers/run-all) must be
+exactly the known failures in fixtures/peers/<stack>.json — a new failure or a known failure that
+no longer happens both fail, so a router or engine upgrade is gated.
+
+This reads the results records only (conformance.results.read_results). Without a peer run the
+tests skip, naming the command; `.ci/peers/run-all` sets CONFORMANCE_PEERS_REQUIRED=1, and then a
+stack that the run attempted (reports/peers/run.json) but that left no results fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from conformance.peers.matrix import stack_results
+from conformance.peers.stacks import STACKS
+
+pytestmark = pytest.mark.peers
+
+ROOT = Path(__file__).resolve().parents[2]
+REPORTS = Path(os.environ.get("CONFORMANCE_PEERS_REPORTS") or ROOT / "reports" / "peers")
+FIXTURES = ROOT / "fixtures" / "peers"
+
+
+def known_pairs(stack: str) -> set[tuple[str, str]]:
+    path = FIXTURES / f"{stack}.json"
+    if not path.exists():
+        return set()
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    return {(e["test"], c) for e in doc.get("known_failures", []) for c in e["checks"]}
+
+
+@pytest.mark.parametrize("stack", [s.name for s in STACKS])
+def test_verdicts_match_expectations(stack):
+    results = stack_results(REPORTS, stack)
+    if not results:
+        run = REPORTS / "run.json"
+        attempted, why = False, ""
+        if run.exists():
+            rec = next((r for r in json.loads(run.read_text())["stacks"] if r["stack"] == stack), None)
+            attempted, why = rec is not None, (rec or {}).get("start_error", "")
+        if attempted and os.environ.get("CONFORMANCE_PEERS_REQUIRED") == "1":
+            pytest.fail(f"no results for peer stack {stack} under {REPORTS}" + (f": {why}" if why else ""))
+        pytest.skip(f"no peer run for {stack} under {REPORTS}: run .ci/peers/run-all")
+    ran = {r.test_id for r in results}
+    failing = {(r.test_id, r.check_id) for r in results if r.outcome in ("failed", "error")}
+    expected = {p for p in known_pairs(stack) if p[0] in ran}
+    new = sorted(failing - expected)
+    fixed = sorted(expected - failing)
+    lines = []
+    if new:
+        lines.append(f"{len(new)} new failure(s) of {stack} not in fixtures/peers/{stack}.json "
+                     "(reproduce, check against the protocol docs, then add a finding with evidence):")
+        lines += [f"  {t}  {c}" for t, c in new]
+    if fixed:
+        lines.append(f"{len(fixed)} known failure(s) of {stack} that no longer happen (the stack changed: "
+                     "update the fixture):")
+        lines += [f"  {t}  {c}" for t, c in fixed]
+    assert not lines, "\n".join(lines)
