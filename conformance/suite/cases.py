@@ -86,8 +86,10 @@ def fail_no_captures(ctx, capture: NoCaptures) -> None:
 
 
 def require_api(ctx, api: str) -> None:
-    """Skip (with the reason) when the target does not serve this capture's API."""
-    if ctx.session.target_down() is None and not ctx.session.serves(api):
+    """Fail fast when the target is down; skip (with the reason) when it does not serve this API."""
+    if ctx.session.target_down() is not None:
+        ctx.fail_target_down()
+    if not ctx.session.serves(api):
         pytest.skip(f"the target does not serve the {api} API (--conformance-api {ctx.session.config.api}); "
                     f"pass --conformance-api {api} to test it anyway")
 

@@ -50,7 +50,9 @@ def configure(config: pytest.Config, key, suite_dir: Path) -> None:
     session.cli_layer = {k: v for k, v in cli.items() if v is not None}
     session.baseline = baseline
     config.stash[key] = session
-    if _is_controller(config) and config.args_source != pytest.Config.ArgsSource.ARGS:
+    # xdist workers receive the invocation arguments, not the controller's config.args, so every
+    # process makes the same choice.
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args[:] = [str(suite_dir)]
     if _is_controller(config):
         from conformance.report.artifacts import prepare

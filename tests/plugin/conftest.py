@@ -13,7 +13,7 @@ from conformance.results import Result, read_results
 # pytester is enabled in tests/conftest.py (pytest_plugins only works in the top-level conftest)
 
 DATA = Path(__file__).resolve().parent / "data"
-# Trimmed copies (three tools, short system text) of a Claude Code tool loop (Anthropic stream,
+# Trimmed copies (four tools, short system text) of a Claude Code tool loop (Anthropic stream,
 # tool_use then a text answer; count_tokens) and an opencode tool call (OpenAI chunks): between
 # them they exercise every check, and keep the fault matrix fast. Quirks kept: adaptive thinking
 # with effort, context_management, a role "system" entry inside messages.
@@ -41,7 +41,8 @@ class SuiteRun:
 
 def run_suite(pytester: pytest.Pytester, url: str, *args: str, captures: Path | str | None = None,
               subprocess: bool = False) -> SuiteRun:
-    argv = [f"--target={url}", f"--conformance-captures={captures or DATA}", "-p", "no:cacheprovider", *args]
+    argv = [f"--target={url}", f"--conformance-captures={captures or DATA}", "-p", "no:cacheprovider",
+            "-o", "asyncio_default_fixture_loop_scope=function", *args]
     run = pytester.runpytest_subprocess if subprocess else pytester.runpytest_inprocess
     outcome = run(*argv)
     report_dir = pytester.path / "reports"
@@ -59,3 +60,9 @@ def engine_url():
 
     with serve_engine_in_thread() as url:
         yield url
+
+
+@pytest.fixture
+def suite():
+    """`suite(pytester, url, *args, captures=...)` runs the conformance suite; returns a SuiteRun."""
+    return run_suite

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import pytest
 
 from conformance.data import fixtures_dir
 from conformance.plugin import SUITE_DIR
-from tests.plugin.conftest import SMALL, run_suite
 
+HERE = Path(__file__).resolve().parent
+SMALL = HERE / "small"
 ROWS = json.loads((fixtures_dir() / "faults.json").read_text(encoding="utf-8"))["rows"]
 DEADLINE_ROWS = ("hang", "hang-with-pings")
 ENGINE_ROWS = [r for r in ROWS if r["issue"] in (2, 4) and "engine" in r["modes"] and r["fault"] not in DEADLINE_ROWS]
@@ -42,8 +44,8 @@ def _judge(run, row) -> tuple[set[str], set[str]]:
     return failed & (expected | same_rule), failed - related
 
 
-def test_conformant_engine_passes(pytester, engine_url):
-    run = run_suite(pytester, engine_url)
+def test_conformant_engine_passes(pytester, engine_url, suite):
+    run = suite(pytester, engine_url)
     assert run.failed_checks == {}, run.outcome.stdout.str()[-3000:]
     assert run.outcome.ret == 0
     counts = run.outcomes()
@@ -58,11 +60,11 @@ PARAMS = [pytest.param(r, id=r["fault"], marks=[pytest.mark.slow] if r["issue"] 
 
 
 @pytest.mark.parametrize("row", PARAMS)
-def test_engine_fault_detected(pytester, row):
+def test_engine_fault_detected(pytester, row, suite):
     from conformance.engine.launch import serve_engine_in_thread
 
     with serve_engine_in_thread(faults=[row["fault"]]) as url:
-        run = run_suite(pytester, url, *OWN_MODULES, captures=SMALL)
+        run = suite(pytester, url, *OWN_MODULES, captures=SMALL)
     caught, unrelated = _judge(run, row)
     MATRIX[row["fault"]] = (f"{'CAUGHT' if caught else 'MISSED'} by {', '.join(sorted(caught)) or '-'}"
                             + (f"; unrelated: {', '.join(sorted(unrelated))}" if unrelated else ""))
@@ -71,7 +73,7 @@ def test_engine_fault_detected(pytester, row):
     assert run.outcome.ret == 1
 
 
-def test_router_fault_routing_unstable_across_wire_variants(pytester):
+def test_router_fault_routing_unstable_across_wire_variants(pytester, suite):
     """Router-only row of issue 4: the reference router routes the quoted prompt to another tier."""
     from conformance.engine.launch import serve_engine_in_thread
     from conformance.router.launch import serve_router_in_thread
@@ -79,7 +81,7 @@ def test_router_fault_routing_unstable_across_wire_variants(pytester):
     row = next(r for r in ROWS if r["fault"] == "routing-unstable-across-wire-variants")
     with serve_engine_in_thread() as engine, \
             serve_router_in_thread(engine, ["routing-unstable-across-wire-variants"], upstream_api="anthropic") as url:
-        run = run_suite(pytester, url, str(SUITE_DIR / "test_replay.py") + "::test_quoted_variant",
+        run = suite(pytester, url, str(SUITE_DIR / "test_replay.py") + "::test_quoted_variant",
                         captures=SMALL / "claude-code" / "2.1.197" / "tool-loop-small.json")
     caught, unrelated = _judge(run, row)
     MATRIX[row["fault"] + " (router)"] = f"{'CAUGHT' if caught else 'MISSED'} by {', '.join(sorted(caught)) or '-'}"
@@ -87,7 +89,7 @@ def test_router_fault_routing_unstable_across_wire_variants(pytester):
 
 
 @pytest.mark.parametrize("fault", DEADLINE_ROWS)
-def test_hung_target_fails_within_total_deadline(pytester, fault):
+def test_hung_target_fails_within_total_deadline(pytester, fault, suite):
     """A target that accepts and never finishes (with or without pings) fails on the total
     deadline (first-content deadline set above it so only the total one can fire)."""
     from conformance.engine.launch import serve_engine_in_thread
@@ -95,7 +97,7 @@ def test_hung_target_fails_within_total_deadline(pytester, fault):
     total = 1.5
     with serve_engine_in_thread(faults=[fault]) as url:
         start = time.monotonic()
-        run = run_suite(pytester, url, REPLAY_ONLY, f"--conformance-deadline-total={total}",
+        run = suite(pytester, url, REPLAY_ONLY, f"--conformance-deadline-total={total}",
                         "--conformance-deadline-first-content=30",
                         captures=SMALL / "claude-code" / "2.1.197" / "tool-loop-small.json")
         elapsed = time.monotonic() - start
@@ -104,14 +106,14 @@ def test_hung_target_fails_within_total_deadline(pytester, fault):
     MATRIX[fault] = f"CAUGHT by suite.deadline.total in {elapsed:.1f}s (deadline {total}s)"
 
 
-def test_pinging_target_fails_first_content_deadline(pytester):
+def test_pinging_target_fails_first_content_deadline(pytester, suite):
     """Pings are not content: with a first-content deadline shorter than the total one, a target
     that only pings fails on first content."""
     from conformance.engine.launch import serve_engine_in_thread
 
     with serve_engine_in_thread(faults=["hang-with-pings"]) as url:
         start = time.monotonic()
-        run = run_suite(pytester, url, REPLAY_ONLY, "--conformance-deadline-total=20",
+        run = suite(pytester, url, REPLAY_ONLY, "--conformance-deadline-total=20",
                         "--conformance-deadline-first-content=1",
                         captures=SMALL / "claude-code" / "2.1.197" / "tool-loop-small.json")
         elapsed = time.monotonic() - start

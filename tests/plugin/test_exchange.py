@@ -1,0 +1,126 @@
+"""check_exchange and the client helpers on hand-made exchanges (no server)."""
+
+from __future__ import annotations
+
+import json
+
+from conformance.checks.exchange import check_exchange, named_field
+from conformance.checks.identity import judge_model
+from conformance.checks.tools import check_arguments, check_call_structured
+from conformance.suite.client import headers_for, quoted, salted, target_url
+from conformance.transport import RawExchange
+
+ANTHROPIC_TOOLS = [{"name": "Write", "input_schema": {
+    "type": "object", "properties": {"file_path": {"type": "string"}, "content": {"type": "string"}},
+    "required": ["file_path", "content"], "additionalProperties": False}}]
+OPENAI_TOOLS = [{"type": "function", "function": {"name": "write", "parameters": {
+    "type": "object", "properties": {"filePath": {"type": "string"}, "content": {"type": "string"}},
+    "required": ["filePath", "content"]}}}]
+
+
+def raw(status=200, body=b"", *, path="/v1/messages", ctype="application/json", error_kind=None, error=None):
+    return RawExchange("POST", f"http://127.0.0.1:1{path}", {}, b"{}", status=status,
+                       response_headers={"content-type": ctype}, chunks=[(0.01, body)] if body else [],
+                       error_kind=error_kind, error=error)
+
+
+def test_refusal_names_the_field_and_shows_the_error_text():
+    body = json.dumps({"detail": [{"loc": ["body", "context_management"], "msg": "Extra inputs are not permitted",
+                                   "type": "extra_forbidden"}]}).encode()
+    request = {"model": "m", "messages": [], "context_management": {"edits": []}, "stream": True}
+    v = check_exchange(raw(400, body), request, api="anthropic")
+    assert v.failed_checks == ["suite.request.accepted"]
+    viol = v.errors[0]
+    assert viol.where.pointer == "/context_management"
+    assert "Extra inputs are not permitted" in viol.seen and "HTTP 400" in viol.seen
+
+
+def test_named_field_prefers_sub_keys_and_system_role():
+    req = {"thinking": {"type": "adaptive"}, "output_config": {"effort": "xhigh"},
+           "messages": [{"role": "user", "content": "x"}, {"role": "system", "content": "y"}]}
+    assert named_field("output_config.effort: 'xhigh' is not one of low, medium, high", req) == "/output_config/effort"
+    assert named_field("messages: role 'system' is not allowed here", req) == "/messages/1/role"
+    assert named_field("something unrelated went wrong", req) is None
+
+
+def test_deadlines_and_connect_are_transport_verdicts_only():
+    total = check_exchange(raw(200, b"event: ping\ndata: {}\n\n", ctype="text/event-stream", error_kind="deadline_total",
+                               error="did not finish"), {"stream": True}, api="anthropic")
+    assert total.failed_checks == ["suite.deadline.total"]
+    first = check_exchange(raw(200, error_kind="deadline_first_content", error="pings only"), {"stream": True},
+                           api="anthropic")
+    assert first.failed_checks == ["suite.deadline.first_content"]
+    down = check_exchange(RawExchange("POST", "http://127.0.0.1:1/v1/messages", {}, b"", error_kind="connect",
+                                      error="refused"), {}, api="anthropic")
+    assert down.failed_checks == ["suite.target.reachable"]
+
+
+def test_count_tokens_missing_and_present():
+    missing = check_exchange(raw(404, b'{"error":"not found"}', path="/v1/messages/count_tokens"), {}, api="anthropic")
+    assert missing.failed_checks == ["suite.count_tokens.available"]
+    ok = check_exchange(raw(200, b'{"input_tokens": 12}', path="/v1/messages/count_tokens"), {}, api="anthropic")
+    assert ok.ok and ok.outcomes["suite.count_tokens.available"] == "passed"
+
+
+def test_tool_call_written_as_text_is_caught_only_when_tools_were_offered():
+    message = {"content": [{"type": "text", "text": '<tool_call>\n{"name": "Write", "arguments": {}}\n</tool_call>'}]}
+    assert [v.check_id for v in check_call_structured(message, {"tools": ANTHROPIC_TOOLS}, "anthropic")] == [
+        "tools.call_structured"]
+    assert check_call_structured(message, {}, "anthropic") == []
+    oa = {"content": 'Sure: {"name": "write", "arguments": {"filePath": "a"}}', "tool_calls": []}
+    assert check_call_structured(oa, {"tools": OPENAI_TOOLS}, "openai")
+    plain = {"content": "The name of the file is a.txt and the arguments were fine.", "tool_calls": []}
+    assert check_call_structured(plain, {"tools": OPENAI_TOOLS}, "openai") == []
+
+
+def test_arguments_validated_against_the_offered_schema():
+    good = {"content": [{"type": "tool_use", "id": "t", "name": "Write", "input": {"file_path": "/a", "content": "x"}}]}
+    assert check_arguments(good, {"tools": ANTHROPIC_TOOLS}, "anthropic") == ([], [])
+    bad = {"content": [{"type": "tool_use", "id": "t", "name": "Write", "input": {"path": "/a", "content": "x"}}]}
+    viols, _ = check_arguments(bad, {"tools": ANTHROPIC_TOOLS}, "anthropic")
+    assert viols and {v.check_id for v in viols} == {"tools.arguments_schema"}
+    unknown = {"tool_calls": [{"id": "c", "type": "function", "function": {"name": "delete_all", "arguments": "{}"}}]}
+    viols, _ = check_arguments(unknown, {"tools": OPENAI_TOOLS}, "openai")
+    assert [v.check_id for v in viols] == ["tools.name_offered"]
+    broken = {"tool_calls": [{"id": "c", "type": "function", "function": {"name": "write", "arguments": '{"filePath": '}}]}
+    viols, _ = check_arguments(broken, {"tools": OPENAI_TOOLS}, "openai")
+    assert [v.check_id for v in viols] == ["tools.arguments_schema"]
+
+
+def test_model_identity_outcomes():
+    assert judge_model("qwen3-8b", "qwen3-8b", None)[0] == "passed"
+    assert judge_model("gpt-4o-2024-08-06", "gpt-4o", None)[0] == "passed"
+    # a router that only echoes the alias it was sent cannot prove which model answered
+    outcome, viol, note = judge_model("claude-sonnet", "claude-sonnet", "qwen3-8b")
+    assert outcome == "unverifiable" and viol is None and "echoes" in note
+    outcome, viol, _ = judge_model("small-model", "big-model", None)
+    assert outcome == "failed" and viol.check_id == "identity.model_matches"
+
+
+def test_headers_sent_the_way_each_client_sends_the_key():
+    captured = {"x-api-key": "<redacted:api-key>", "anthropic-beta": "a,b", "content-length": "9",
+                "accept-encoding": "gzip, br", "host": "x", "x-app": "cli"}
+    h = headers_for("anthropic", "sk-1", captured)
+    assert h["x-api-key"] == "sk-1" and "authorization" not in h
+    assert h["anthropic-beta"] == "a,b" and h["x-app"] == "cli" and h["accept-encoding"] == "identity"
+    assert "content-length" not in h and "host" not in h
+    bearer = headers_for("anthropic", "sk-1", {"authorization": "<redacted:bearer>"})
+    assert bearer["authorization"] == "Bearer sk-1" and "x-api-key" not in bearer
+    oa = headers_for("openai", "sk-2", {"authorization": "<redacted>", "x-session-id": "ses_1"})
+    assert oa["authorization"] == "Bearer sk-2" and oa["x-session-id"] == "ses_1"
+    assert "x-api-key" not in headers_for("anthropic", None, captured)
+
+
+def test_salt_goes_first_and_quoted_wraps_the_prompt():
+    body = {"system": [{"type": "text", "text": "You are Claude Code."}],
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "<system-reminder>x</system-reminder>"},
+                                                      {"type": "text", "text": "say hi"}]}]}
+    s = salted(body, "anthropic", "abc123abc123")
+    assert s["system"][0]["text"].startswith("[conformance-run abc123abc123] You are Claude Code.")
+    assert body["system"][0]["text"] == "You are Claude Code."  # the original is untouched
+    q = quoted(body)
+    assert q["messages"][0]["content"][1]["text"] == '"say hi"'
+    assert q["messages"][0]["content"][0]["text"] == "<system-reminder>x</system-reminder>"
+    oa = salted({"messages": [{"role": "user", "content": "hi"}]}, "openai", "t0")
+    assert oa["messages"][0] == {"role": "system", "content": "[conformance-run t0]"}
+    assert target_url("http://h:1/v1/", "/v1/messages", "beta=true") == "http://h:1/v1/messages?beta=true"
