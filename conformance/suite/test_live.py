@@ -15,19 +15,18 @@ import pytest
 from conformance.clients.live import ClientNotFound, find_binary, run_live
 from conformance.loop.driver import find_template
 from conformance.loop.scenarios import get_scenario
-from conformance.loop.tools import API_FOR_CLIENT
 
 pytestmark = pytest.mark.live
 
-CLIENTS = ("claude-code", "opencode")
+# (client, wire): Claude Code speaks Anthropic; opencode both, by its provider package.
+CLIENT_WIRES = (("claude-code", "anthropic"), ("opencode", "openai"), ("opencode", "anthropic"))
 SCENARIOS = ("write-file", "multi-step")
 
 
 @pytest.mark.parametrize("scenario_id", SCENARIOS)
-@pytest.mark.parametrize("client", CLIENTS)
-def test_live_client(client, scenario_id, conformance_ctx, tmp_path):
+@pytest.mark.parametrize("client,api", CLIENT_WIRES, ids=[f"{c}-{a}" for c, a in CLIENT_WIRES])
+def test_live_client(client, api, scenario_id, conformance_ctx, tmp_path):
     ctx = conformance_ctx
-    api = API_FOR_CLIENT[client]
     ctx.api, ctx.case = api, scenario_id
     if ctx.session.target_down() is not None:
         ctx.fail_target_down()
@@ -38,11 +37,13 @@ def test_live_client(client, scenario_id, conformance_ctx, tmp_path):
     except ClientNotFound as exc:
         pytest.skip(str(exc))
     settings = ctx.settings
+    if settings.client not in ("all", client):
+        pytest.skip(f"--conformance-client {settings.client}")
     template = find_template(api, settings.captures)
     model = ctx.session.model_for(template.request.body.get("model"), settings)
     ctx.model = model or ""
     deadline = settings.deadline_total + 60
-    report = run_live(client, get_scenario(scenario_id), settings.target, binary=binary, model=model,
+    report = run_live(client, get_scenario(scenario_id), settings.target, binary=binary, model=model, api=api,
                       expect_model=settings.served_model(model), api_key=settings.api_key or "sk-conformance-live",
                       deadline=deadline, workdir=tmp_path)
     if not report.passed:

@@ -14,7 +14,6 @@ from conformance.loop.scenarios import get_scenario
 
 pytestmark = pytest.mark.live
 
-CLIENTS = ("claude-code", "opencode")
 PASS_DEADLINE = 120.0
 FAULT_DEADLINE = 30.0
 
@@ -32,11 +31,14 @@ def engine_cli():
         yield eng.url
 
 
-@pytest.mark.parametrize("scenario_id", ["write-file", "multi-step"])
-@pytest.mark.parametrize("client", CLIENTS)
-def test_real_client_completes_the_task(engine_cli, client, scenario_id, tmp_path):
+PASS_RUNS = [(c, a, s) for c, a in (("claude-code", "anthropic"), ("opencode", "openai"))
+             for s in ("write-file", "multi-step")] + [("opencode", "anthropic", "write-file")]
+
+
+@pytest.mark.parametrize("client,api,scenario_id", PASS_RUNS, ids=[f"{c}-{a}-{s}" for c, a, s in PASS_RUNS])
+def test_real_client_completes_the_task(engine_cli, client, api, scenario_id, tmp_path):
     binary = _binary(client)
-    report = run_live(client, get_scenario(scenario_id), engine_cli, binary=binary, deadline=PASS_DEADLINE,
+    report = run_live(client, get_scenario(scenario_id), engine_cli, binary=binary, api=api, deadline=PASS_DEADLINE,
                       workdir=tmp_path, artifacts_dir=tmp_path / "artifacts")
     report.raise_for_failure()
     assert report.exchanges >= 3  # read, write, final answer: a real multi-turn loop
