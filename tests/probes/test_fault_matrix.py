@@ -1,0 +1,108 @@
+"""The fault x probe detection matrix (slow): every probe against the conformant engine and each
+fault this area owns or must survive; printed as the table in docs/probes.md.
+
+Each cell lists the error check ids the probe raised. The conformant row must be empty, and each
+fault must be caught by its own check (fixtures/faults.json) with a clear verdict.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from conformance.engine.launch import serve_engine_in_thread, spawn_engine
+from conformance.probes import context as C
+from conformance.probes.common import Target, run_sync
+from conformance.probes.interference import interference_probe
+from conformance.probes.load import capture_items, concurrency_probe, loop_items
+from conformance.probes.reasoning import default_cases, reasoning_probe
+from conformance.transport import Deadlines
+
+FAULTS = ["(conformant)", "crash-under-concurrency", "context-truncated", "over-limit-not-refused",
+          "advertised-context-wrong", "unbounded-reasoning", "output-cap", "hang", "hang-with-pings"]
+EXPECTED = {
+    "crash-under-concurrency": ("load", "load.concurrency_acceptance"),
+    "context-truncated": ("context", "context.needle_depth0"),
+    "over-limit-not-refused": ("context", "context.over_limit_refused"),
+    "advertised-context-wrong": ("context", "context.advertised_matches"),
+    "unbounded-reasoning": ("reasoning", "reasoning.answer_before_cap"),
+    "output-cap": ("reasoning", "reasoning.output_cap"),
+    "hang": ("load", "load.concurrency_acceptance"),
+    "hang-with-pings": ("load", "load.concurrency_acceptance"),
+}
+SPAWN = {"crash-under-concurrency", "hang", "hang-with-pings"}  # the process must exit / be killed
+
+
+async def _load(t):
+    rep = await concurrency_probe(t, 4, items=capture_items(t)[:2] + loop_items()[:2])
+    return [rep.acceptance()]
+
+
+async def _context(t):
+    info = await C.discover_limit(t)
+    probe = C.ContextProbe(t, info, refuse_within=2.0)
+    out = C.needle_outcomes(await probe.needle_sweep((0.99,), (0.0, 0.5)), info)
+    out.append(await C.over_limit_outcome(probe))
+    out.append(await C.advertised_outcome(probe))
+    return out
+
+
+async def _reasoning(t):
+    cases = default_cases("anthropic", max_tokens=2048, budget_tokens=1024)
+    return await reasoning_probe(t, [cases[2], cases[5], cases[6]])
+
+
+async def _interference(t):
+    return await interference_probe(t, short_count=2, parallel_long=4)
+
+
+PROBES = {"load": _load, "context": _context, "reasoning": _reasoning, "interference": _interference}
+
+
+def _cell(fault, probe):
+    faults = () if fault == "(conformant)" else (fault,)
+    hang = fault.startswith("hang")
+    dl = Deadlines(connect=3, first_content=30 if fault == "hang-with-pings" else 1.5, total=2.5) if hang \
+        else Deadlines(connect=3, first_content=20, total=30)
+    max_context = 131072 if probe == "load" else 4096
+    if fault in SPAWN:
+        ep = spawn_engine(*[a for f in faults for a in ("--fault", f)], "--max-context", str(max_context))
+        try:
+            return run_sync(PROBES[probe](Target(ep.url, process=ep, deadlines=dl)))
+        finally:
+            ep.stop()
+    with serve_engine_in_thread(faults=faults, max_context=max_context) as url:
+        return run_sync(PROBES[probe](Target(url, deadlines=dl)))
+
+
+@pytest.mark.slow
+def test_fault_probe_matrix():
+    t0 = time.monotonic()
+    table: dict[str, dict[str, list]] = {}
+    for fault in FAULTS:
+        table[fault] = {p: _cell(fault, p) for p in PROBES}
+    lines = ["| fault | " + " | ".join(PROBES) + " |", "|---" * (len(PROBES) + 1) + "|"]
+    for fault, row in table.items():
+        cells = []
+        for outs in row.values():
+            failed = sorted({o.check_id for o in outs if o.failed})
+            cells.append(", ".join(failed) or "pass")
+        lines.append(f"| {fault} | " + " | ".join(cells) + " |")
+    print("\n" + "\n".join(lines) + f"\n({time.monotonic() - t0:.0f} s)")
+    for fault, row in table.items():
+        failed = {p: {o.check_id for o in outs if o.failed} for p, outs in row.items()}
+        if fault == "(conformant)":
+            assert not any(failed.values()), failed
+            continue
+        probe, check = EXPECTED[fault]
+        assert check in failed[probe], (fault, failed)
+        if fault not in ("hang", "hang-with-pings", "crash-under-concurrency"):
+            # a fault changes only what it names: no other probe fails on it, except the load probe
+            # failing at its first level (a single request: the loops cannot complete on a capped
+            # output either), which the load verdict says is not a load problem
+            others = {c for p, ids in failed.items() for c in ids} - {check}
+            single = [o for o in row["load"] if o.failed and "single request" in o.message]
+            if single:
+                others.discard("load.concurrency_acceptance")
+            assert not others, (fault, others)
