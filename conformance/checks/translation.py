@@ -337,13 +337,27 @@ def check_pairing(hop: Hop) -> list[Violation]:
                 open_calls.discard(rid)
         if t.role == "user" and t.texts and not t.results:
             open_calls = set()
-    # Results' content must arrive.
-    client_results = [(r, t.index) for t in anthropic_turns(hop.client_request) for r in t.results]
-    engine_text = "\u0000".join(r[1] for t in engine for r in t.results) + "\u0000" + "\u0000".join(x for t in engine for x in t.texts)
-    for (rid, text), idx in client_results:
-        if text.strip() and text.strip() not in engine_text:
-            out.append(violation(PAIRING, f"the content of tool result {rid!r} did not reach the engine unchanged",
-                                 expected=_clip(text.strip()), seen="absent or rewritten", pointer=f"/messages/{idx}"))
+    # Results' content must arrive, as text (not re-encoded).
+    by_id = {rid: text for t in engine for rid, text in t.results}
+    everything = "\u0000".join(list(by_id.values()) + [x for t in engine for x in t.texts])
+    for t in anthropic_turns(hop.client_request):
+        for rid, text in t.results:
+            needle = text.strip()
+            if not needle:
+                continue
+            got = by_id.get(rid)
+            if got is not None and got.strip() == needle:
+                continue
+            where = got if got is not None else everything
+            if needle in where or any(json.dumps(needle, ensure_ascii=a)[1:-1] in where for a in (False, True)):
+                wrapped = got is not None and got.strip().startswith(("[", "{"))
+                out.append(violation(PAIRING, f"the content of tool result {rid!r} reached the engine "
+                                     + ("wrapped as JSON text" if wrapped else "with other text around it"),
+                                     severity="warning", expected=_clip(needle), seen=_clip(where if got is not None else "elsewhere"),
+                                     pointer=f"/messages/{t.index}"))
+            else:
+                out.append(violation(PAIRING, f"the content of tool result {rid!r} did not reach the engine",
+                                     expected=_clip(needle), seen="absent or rewritten", pointer=f"/messages/{t.index}"))
     return out
 
 

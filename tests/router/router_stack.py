@@ -34,7 +34,7 @@ from conformance.transport import Deadlines, RawExchange, send_sync
 
 MODEL = "reference-model"
 HEADERS = {"content-type": "application/json", "x-api-key": "sk-test", "anthropic-version": "2023-06-01"}
-DEADLINES = Deadlines(connect=5, first_content=4, total=6)
+DEADLINES = Deadlines(connect=5, first_content=2.5, total=5)
 
 # Engine faults probed here, and the router mode that lets them through: a translating router
 # re-encodes the Anthropic stream, so Anthropic-wire faults of the engine are only visible through
@@ -57,11 +57,14 @@ ENGINE_FAULTS_MODE = {
     "stream-truncated": "anthropic",  # on OpenAI chat only [DONE] is lost: a tolerant router ends cleanly
     "wrong-model": "openai",
     "buffered-stream": "openai",
+    "hang": "openai",
     "hang-with-pings": "openai",
 }
-# Router faults and the mode they are shown in (lossy-translation in both: the report differs).
+# Engine faults that cost a deadline per exchange: probed with two exchanges only.
+SLOW_ENGINE_FAULTS = {"hang", "hang-with-pings"}
+# Router faults and the mode(s) they are shown in (lossy-translation in both: what is lost differs).
 ROUTER_FAULTS_MODE = {
-    "lossy-translation": "openai",
+    "lossy-translation": ("openai", "anthropic"),
     "strict-unknown-field": "openai",
     "strict-adaptive-effort": "openai",
     "stop-sequence-missing": "openai",
@@ -109,11 +112,15 @@ def send(url: str, path: str, body: dict) -> RawExchange:
                      first_content=anthropic_wire.content_started)
 
 
-def observe(router: str, engine: str, *, injection: bool = True, translation: bool = True) -> list[Observation]:
+def observe(router: str, engine: str, *, injection: bool = True, translation: bool = True,
+            only: tuple[str, ...] | None = None) -> list[Observation]:
+    """Every probe through the router (or `only` those named), judged and attributed."""
     out: list[Observation] = []
     probes = probe_requests(MODEL, injection=injection)
     answered: dict[str, str | None] = {}
     for name, body in probes.items():
+        if only is not None and name not in only:
+            continue
         since = log_total(engine)
         raw = send(router, "/v1/messages", body)
         verdict = check_exchange(raw, body, api="anthropic", expect_model=MODEL)
@@ -130,6 +137,8 @@ def observe(router: str, engine: str, *, injection: bool = True, translation: bo
             obs.attribution = attribute(body, errors, engine, expect_model=MODEL, since=since, extra_judge=incremental,
                                         deadlines=DEADLINES)
         out.append(obs)
+    if only is not None and "turn1-quoted" not in only:
+        return out
     # the quoted wire variant (opencode): the same model must answer
     quoted = json.loads(json.dumps(probes["turn1"]))
     quoted["messages"][0]["content"][0]["text"] = '"' + quoted["messages"][0]["content"][0]["text"] + '"'
@@ -151,6 +160,8 @@ def observe(router: str, engine: str, *, injection: bool = True, translation: bo
         obs.attribution = attribute(quoted, obs.violations, engine, expect_model=MODEL, since=since,
                                     extra_judge=same_model_direct, deadlines=DEADLINES)
     out.append(obs)
+    if only is not None and "count_tokens" not in only:
+        return out
     # count_tokens
     ct = {k: v for k, v in probes["turn1"].items() if k not in ("stream", "max_tokens")}
     raw = send(router, "/v1/messages/count_tokens", ct)
@@ -163,6 +174,7 @@ def observe(router: str, engine: str, *, injection: bool = True, translation: bo
 
 
 def run_stack(engine_faults=(), router_faults=(), upstream_api: str = "openai", **kw) -> list[Observation]:
+    """A fresh engine and router (in threads), the probes through them, both stopped after."""
     with serve_engine_in_thread(faults=tuple(engine_faults)) as engine, \
             serve_router_in_thread(engine, faults=tuple(router_faults), upstream_api=upstream_api) as router:
         return observe(router, engine, **kw)
@@ -184,6 +196,11 @@ class Row:
         return sorted({c for o in self.failing for c in o.check_ids})
 
     @property
+    def engine_checks(self) -> list[str]:
+        """What the direct replay against the engine showed (its own wire's rule ids)."""
+        return sorted({v.check_id for o in self.failing if o.attribution for v in o.attribution.engine_violations if v.is_error})
+
+    @property
     def verdicts(self) -> list[str]:
         return sorted({o.attribution.layer for o in self.failing if o.attribution})
 
@@ -193,22 +210,36 @@ class Row:
         return v[0] if len(v) == 1 else ("none" if not v else "+".join(v))
 
 
-def matrix(router_faults=None, engine_faults=None) -> list[Row]:
-    rows = [Row("none", "(correct stack)", m, run_stack(upstream_api=m)) for m in ("openai", "anthropic")]
-    for fault, mode in (router_faults or ROUTER_FAULTS_MODE).items():
-        rows.append(Row("router", fault, mode, run_stack(router_faults=[fault], upstream_api=mode)))
-    for fault, mode in (engine_faults or ENGINE_FAULTS_MODE).items():
-        rows.append(Row("engine", fault, mode, run_stack(engine_faults=[fault], upstream_api=mode)))
-    return rows
+def matrix(router_faults=None, engine_faults=None, *, workers: int = 4) -> list[Row]:
+    """One row per stack: the correct stack in both modes, each router fault, each engine fault.
+    Stacks are independent servers on their own ports, so they run `workers` at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    plan = [("none", "(correct stack)", m, (), ()) for m in ("openai", "anthropic")]
+    for fault, modes in (ROUTER_FAULTS_MODE if router_faults is None else router_faults).items():
+        for mode in (modes,) if isinstance(modes, str) else modes:
+            plan.append(("router", fault, mode, (fault,), ()))
+    for fault, modes in (ENGINE_FAULTS_MODE if engine_faults is None else engine_faults).items():
+        for mode in (modes,) if isinstance(modes, str) else modes:
+            plan.append(("engine", fault, mode, (), (fault,)))
+
+    def one(item) -> Row:
+        side, fault, mode, rf, ef = item
+        only = ("turn1", "turn1-nonstream") if fault in SLOW_ENGINE_FAULTS else None
+        return Row(side, fault, mode, run_stack(engine_faults=ef, router_faults=rf, upstream_api=mode, only=only))
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(one, plan))
 
 
 def render(rows: list[Row]) -> str:
-    lines = ["| fault lives in | fault | router mode | caught by (check ids) | attributed to | expected |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| fault lives in | fault | router mode | caught through the router | engine replay showed | attributed to | expected |",
+             "|---|---|---|---|---|---|---|"]
     for r in rows:
-        expected = {"none": "nothing reported", "router": "router", "engine": "engine"}[r.layer_side]
+        expected = {"none": "none", "router": "router", "engine": "engine"}[r.layer_side]
         mode = "translate (OpenAI chat)" if r.mode == "openai" else "pass-through (Anthropic)"
-        lines.append(f"| {r.layer_side} | {r.fault} | {mode} | {', '.join(r.checks) or '—'} | {r.verdict} | {expected} |")
+        lines.append(f"| {r.layer_side} | {r.fault} | {mode} | {', '.join(r.checks) or '—'} | "
+                     f"{', '.join(r.engine_checks) or '—'} | {r.verdict} | {expected} |")
     return "\n".join(lines)
 
 

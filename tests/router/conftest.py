@@ -1,0 +1,18 @@
+"""Shared fixtures for the router / translation / attribution self-tests (real servers on loopback)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # router_stack helper
+
+
+@pytest.fixture
+def engine_url():
+    from conformance.engine.launch import serve_engine_in_thread
+
+    with serve_engine_in_thread() as url:
+        yield url
