@@ -9,10 +9,11 @@ Rules:
   `opencode.json`. The CLI's base URL is the capture proxy (`conformance.proxy`), which forwards
   to the target byte for byte and records every exchange; each recorded model exchange is then
   judged by `check_exchange`, so a wire fault is named even when the CLI swallows it.
-- Model output must not run on the host: Claude Code runs with `--permission-mode acceptEdits`
-  (file edits only; Bash needs an approval nobody gives in `-p` mode), opencode with
-  `permission: {bash: deny, webfetch: deny}`; both work in a temporary project directory seeded
-  from the scenario.
+- Model output must not run on the host: Claude Code runs with `--permission-mode acceptEdits
+  --disallowedTools Bash` (measured: acceptEdits alone still runs Bash commands it classes as
+  edits inside the project, such as `touch` or `echo > f`, while `python3 -c` is denied), opencode
+  with `permission: {bash: deny, webfetch: deny}`; both drop the shell tool from the request and
+  work in a temporary project directory seeded from the scenario. The scenarios need no shell.
 - Every run has a wall-clock deadline; at the deadline the CLI's process group (started by this
   module, `start_new_session`) is killed and the run fails with `loop.client_finished`.
 - The task's completion is checked on disk with the scenario's checks (`loop.completion_check`).
@@ -225,7 +226,7 @@ def run_live(client: str, scenario: Scenario, target: str, *, binary: str | Path
         if client == "claude-code":
             env = _env_claude(home, base_url, api_key)
             cmd = [str(exe), "-p", scenario.prompt, "--output-format", "json", "--permission-mode", "acceptEdits",
-                   "--model", model]
+                   "--disallowedTools", "Bash", "--model", model]
         else:
             env = _env_opencode(home)
             (project / "opencode.json").write_text(json.dumps(opencode_config(base_url, api_key, model, api), indent=1))

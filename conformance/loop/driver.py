@@ -443,6 +443,8 @@ class LoopDriver:
             for c, o in zip(calls, outcomes, strict=True):
                 if o.is_error:
                     blocks.append({"type": "tool_result", "content": o.text, "is_error": True, "tool_use_id": c.id})
+                elif o.explicit_ok:
+                    blocks.append({"tool_use_id": c.id, "type": "tool_result", "content": o.text, "is_error": False})
                 else:
                     blocks.append({"tool_use_id": c.id, "type": "tool_result", "content": o.text})
             return [{"role": "user", "content": blocks}]

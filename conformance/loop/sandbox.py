@@ -46,6 +46,7 @@ class SandboxError(Exception):
 class ToolOutcome:
     text: str
     is_error: bool = False
+    explicit_ok: bool = False  # Claude Code marks Bash successes with `is_error: false`
 
 
 @dataclass
@@ -286,7 +287,7 @@ class Sandbox:
         out, err, code = self.bash(self._arg(args, "command"))
         if code != 0:
             return ToolOutcome(f"Exit code {code}\n{(err or out).rstrip()}".rstrip(), True)
-        return ToolOutcome(out.rstrip("\n"))
+        return ToolOutcome(out.rstrip("\n") or "(Bash completed with no output)", explicit_ok=True)
 
     def cc_glob(self, args: dict) -> ToolOutcome:
         base = self.resolve(self._arg(args, "path", required=False) or str(self.root))

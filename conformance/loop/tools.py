@@ -273,6 +273,103 @@ SCHEMAS = {
 }
 
 
+# Claude Code 2.1.197 offers Glob and Grep when Bash is disallowed (`--disallowedTools Bash`).
+SCHEMAS["claude-code"].update({
+    "Glob": {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "properties": {
+            "pattern": {
+                "description": "The glob pattern to match files against",
+                "type": "string"
+            },
+            "path": {
+                "description": "The directory to search in. If not specified, the current working directory will be used. IMPORTANT: Omit this field...",
+                "type": "string"
+            }
+        },
+        "required": [
+            "pattern"
+        ],
+        "additionalProperties": False
+    },
+    "Grep": {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "properties": {
+            "pattern": {
+                "description": "The regular expression pattern to search for in file contents",
+                "type": "string"
+            },
+            "path": {
+                "description": "File or directory to search in (rg PATH). Defaults to current working directory.",
+                "type": "string"
+            },
+            "glob": {
+                "description": "Glob pattern to filter files (e.g. \"*.js\", \"*.{ts,tsx}\") - maps to rg --glob",
+                "type": "string"
+            },
+            "output_mode": {
+                "description": "Output mode: \"content\" shows matching lines (supports -A/-B/-C context, -n line numbers, head_limit),...",
+                "type": "string",
+                "enum": [
+                    "content",
+                    "files_with_matches",
+                    "count"
+                ]
+            },
+            "-B": {
+                "description": "Number of lines to show before each match (rg -B). Requires output_mode: \"content\", ignored otherwise.",
+                "type": "number"
+            },
+            "-A": {
+                "description": "Number of lines to show after each match (rg -A). Requires output_mode: \"content\", ignored otherwise.",
+                "type": "number"
+            },
+            "-C": {
+                "description": "Alias for context.",
+                "type": "number"
+            },
+            "context": {
+                "description": "Number of lines to show before and after each match (rg -C). Requires output_mode: \"content\", ignored otherwise.",
+                "type": "number"
+            },
+            "-n": {
+                "description": "Show line numbers in output (rg -n). Requires output_mode: \"content\", ignored otherwise. Defaults to True.",
+                "type": "boolean"
+            },
+            "-i": {
+                "description": "Case insensitive search (rg -i)",
+                "type": "boolean"
+            },
+            "-o": {
+                "description": "Print only the matched (non-empty) parts of each matching line, one match per output line (rg -o / --only-matching)....",
+                "type": "boolean"
+            },
+            "type": {
+                "description": "File type to search (rg --type). Common types: js, py, rust, go, java, etc. More efficient than include for standard...",
+                "type": "string"
+            },
+            "head_limit": {
+                "description": "Limit output to first N lines/entries, equivalent to \"| head -N\". Works across all output modes: content (limits...",
+                "type": "number"
+            },
+            "offset": {
+                "description": "Skip first N lines/entries before applying head_limit, equivalent to \"| tail -n +N | head -N\". Works across all...",
+                "type": "number"
+            },
+            "multiline": {
+                "description": "Enable multiline mode where . matches newlines and patterns can span lines (rg -U --multiline-dotall). Default: False.",
+                "type": "boolean"
+            }
+        },
+        "required": [
+            "pattern"
+        ],
+        "additionalProperties": False
+    }
+})
+
 def offered_tool_names(api: str, body: dict) -> list[str]:
     """Names of the tools a request body offers, in either dialect."""
     names = []

@@ -187,3 +187,22 @@ def test_every_path_resolves_inside_the_root_or_is_refused(tmp_path_factory, pat
     except SandboxError:
         return
     assert p == box.root or box.root in p.parents
+
+
+@pytest.mark.parametrize("client", ["claude-code", "opencode"])
+def test_sandbox_reads_the_argument_names_of_the_real_schemas(tmp_path: Path, client: str) -> None:
+    from conformance.loop.tools import SCHEMAS
+
+    box = Sandbox(tmp_path / "r", client)
+    box.seed({"a.txt": "alpha\n"})
+    box.run("Read" if client == "claude-code" else "read", {("file_path" if client == "claude-code" else "filePath"):
+                                                          str(box.root / "a.txt")})
+    values = {"file_path": str(box.root / "a.txt"), "filePath": str(box.root / "a.txt"), "content": "alpha\n",
+              "old_string": "alpha", "new_string": "beta", "oldString": "alpha", "newString": "beta",
+              "command": "ls", "pattern": "*.txt"}
+    for name, schema in SCHEMAS[client].items():
+        args = {k: values[k] for k in schema.get("required", [])}
+        if name.lower() == "grep":
+            args["pattern"] = "alp"  # a regular expression there, not a glob
+        out = box.run(name, args)
+        assert not out.is_error, (name, args, out.text)
