@@ -1,0 +1,103 @@
+"""The fault -> check table (fixtures/faults.json) against FAULTS.md and the check registry.
+
+- Every FAULTS.md row (../shared/design/FAULTS.md from the repository root, when that design
+  folder is present) is in the table and nothing else is.
+- Every check id the table names is registered after load_all(), except rows listed in PENDING:
+  rows whose owning issue's module is not built yet. PENDING is explicit (row -> the module that
+  must appear), and a PENDING row whose module exists fails, so the list cannot go stale.
+- Each row's fault modes exist in the reference engine / reference router fault lists once
+  those are built.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from conformance.checks.registry import load_all
+from conformance.data import fixtures_dir
+
+ROOT = Path(__file__).resolve().parents[1]
+FAULTS_MD = ROOT.parent / "shared" / "design" / "FAULTS.md"
+TABLE = json.loads((fixtures_dir() / "faults.json").read_text(encoding="utf-8"))
+ROWS = TABLE["rows"]
+
+# The module that registers each issue's check ids: a row is only allowed to be pending while
+# its issue's module does not exist.
+ISSUE_MODULE = {
+    2: "conformance.protocols.anthropic",
+    4: "conformance.checks.suite",
+    7: "conformance.checks.translation",
+    9: "conformance.checks.context",
+}
+# Rows whose checks are not registered yet because their module is not built: row -> issue.
+# Empty today: every owning module has landed. Add a row here only with its module missing.
+PENDING: dict[str, int] = {}
+
+
+def _module_built(name: str) -> bool:
+    return importlib.util.find_spec(name) is not None
+
+
+def _markdown_rows() -> list[str]:
+    ids = []
+    for line in FAULTS_MD.read_text(encoding="utf-8").splitlines():
+        m = re.match(r"^\|\s*([a-z0-9][a-z0-9-]+)\s*\|", line)
+        if m and m.group(1) != "id":
+            ids.append(m.group(1))
+    return ids
+
+
+def test_table_shape():
+    assert TABLE["format"] == "conformance.fault-table" and TABLE["version"] == 1
+    seen = set()
+    for row in ROWS:
+        assert row["fault"] not in seen, f"duplicate row {row['fault']}"
+        seen.add(row["fault"])
+        assert row["checks"], f"{row['fault']}: no check catches it"
+        assert set(row["modes"]) <= {"engine", "router"} and row["modes"], row
+        assert row["issue"] in ISSUE_MODULE, f"{row['fault']}: issue {row['issue']} has no module listed here"
+
+
+@pytest.mark.skipif(not FAULTS_MD.is_file(), reason=f"design folder not present ({FAULTS_MD}); faults.json is checked alone")
+def test_every_faults_md_row_is_in_the_table():
+    md = _markdown_rows()
+    assert len(md) >= 20, "FAULTS.md table not found or not parsed"
+    table = [r["fault"] for r in ROWS]
+    assert sorted(set(md) - set(table)) == [], "FAULTS.md rows missing from fixtures/faults.json"
+    assert sorted(set(table) - set(md)) == [], "fixtures/faults.json rows that FAULTS.md does not list"
+
+
+def test_every_check_id_is_registered_or_explicitly_pending():
+    registered = {spec.id for spec in load_all()}
+    missing = {}
+    for row in ROWS:
+        unregistered = [c for c in row["checks"] if c not in registered]
+        if row["fault"] in PENDING:
+            module = ISSUE_MODULE[PENDING[row["fault"]]]
+            assert not _module_built(module), (
+                f"{row['fault']} is listed as pending but {module} exists: remove it from PENDING")
+            continue
+        if unregistered:
+            missing[row["fault"]] = unregistered
+    assert missing == {}, f"check ids in the fault table that no module registers: {missing}"
+
+
+def test_fault_modes_exist_in_the_reference_engine_and_router():
+    engine_built = _module_built("conformance.engine.faults")
+    router_built = _module_built("conformance.router.faults")
+    if engine_built:
+        from conformance.engine.faults import FAULTS
+
+        absent = [r["fault"] for r in ROWS if "engine" in r["modes"] and r["fault"] not in FAULTS]
+        assert absent == [], f"engine-mode rows with no engine fault: {absent}"
+    if router_built:
+        from conformance.router.faults import ROUTER_FAULTS
+
+        absent = [r["fault"] for r in ROWS if r["modes"] == ["router"] and r["fault"] not in ROUTER_FAULTS]
+        assert absent == [], f"router-only rows with no router fault: {absent}"
+    assert engine_built or router_built, "neither the reference engine nor the router is built"
