@@ -58,3 +58,11 @@ def test_hang_is_no_answer_on_the_deadline(spawned, make_target):
     before = out["reasoning.answer_before_cap"]
     assert before.outcome == "failed" and "no answer" in before.message
     assert any(v.check_id.startswith("suite.deadline.") for v in before.violations)
+
+
+def test_openai_wire_reasoning_effort_and_output_cap(engine, make_target):
+    cases = default_cases("openai", max_tokens=2048)
+    ok = _by_id(run_sync(reasoning_probe(make_target(engine(), api="openai"), cases)))
+    assert ok["reasoning.answer_before_cap"].outcome == "passed" and ok["reasoning.output_cap"].outcome == "passed"
+    capped = _by_id(run_sync(reasoning_probe(make_target(engine("output-cap"), api="openai"), cases[:1])))
+    assert "truncated by the output cap (24 tokens)" in capped["reasoning.output_cap"].message
