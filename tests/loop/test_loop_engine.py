@@ -164,3 +164,21 @@ def test_forced_tool_choice_runs_without_thinking_on_the_anthropic_wire(conforma
     oc = LoopDriver(conformant_engine, "openai", workdir=tmp_path).run(scenario)
     oc.raise_for_failure()
     assert oc.turns[0].request["tool_choice"] == "required" and oc.turns[1].request["tool_choice"] == "auto"
+
+
+def test_an_output_cap_ends_the_loop_with_a_stop_reason_failure(tmp_path):
+    with engine("output-cap") as url:
+        for api in APIS:
+            report = LoopDriver(url, api, workdir=tmp_path).run(get_scenario("sum-numbers"))
+            assert "loop.stop_reason" in report.check_ids and report.failed_turn == 1
+            assert report.turns[0].stop_reason == ("max_tokens" if api == "anthropic" else "length")
+
+
+def test_a_hanging_target_fails_the_turn_on_its_deadline(tmp_path):
+    from conformance.transport import Deadlines
+
+    with engine("hang-with-pings") as url:
+        report = LoopDriver(url, "anthropic", workdir=tmp_path, deadlines=Deadlines(2, 2, 4)).run(
+            get_scenario("write-static"))
+    assert report.failed_turn == 1 and report.check_ids[0].startswith("suite.deadline.")
+    assert report.elapsed < 8
