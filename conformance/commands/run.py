@@ -50,7 +50,9 @@ def run(args) -> int:
               file=sys.stderr)
         return 2
     # `conformance` is imported before pytest starts, so its plugin module cannot be rewritten.
-    pytest_args = ["-W", "ignore::pytest.PytestAssertRewriteWarning", *extra]
+    # The suite has no async fixtures; naming a loop scope only silences pytest-asyncio's warning.
+    pytest_args = ["-W", "ignore::pytest.PytestAssertRewriteWarning", "-o", "asyncio_default_fixture_loop_scope=function",
+                   *extra]
     if not any(a.startswith(("--junitxml", "--junit-xml")) for a in extra):
         pytest_args.append(f"--junitxml={Path(_report_dir(extra)) / 'junit.xml'}")
 

@@ -54,7 +54,7 @@ def configure(config: pytest.Config, key, suite_dir: Path) -> None:
     # process makes the same choice.
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args[:] = [str(suite_dir)]
-    if _is_controller(config):
+    if _is_controller(config) and not config.getoption("collectonly", False):
         from conformance.report.artifacts import prepare
 
         prepare(session.report_dir)
