@@ -182,3 +182,15 @@ def test_a_hanging_target_fails_the_turn_on_its_deadline(tmp_path):
             get_scenario("write-static"))
     assert report.failed_turn == 1 and report.check_ids[0].startswith("suite.deadline.")
     assert report.elapsed < 8
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_the_bundled_fallback_templates_drive_a_loop(conformant_engine, api, tmp_path):
+    from pathlib import Path
+
+    from conformance.loop.driver import find_template
+
+    template = find_template(api, Path(tmp_path / "empty-corpus"))
+    assert "bundled fallback" in template.source
+    LoopDriver(conformant_engine, api, template=template, workdir=tmp_path).run(
+        get_scenario("sum-numbers")).raise_for_failure()
