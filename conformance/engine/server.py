@@ -131,6 +131,9 @@ def _redact_headers(headers) -> dict:
 @web.middleware
 async def record_middleware(request: web.Request, handler):
     state = request.app[STATE]
+    if state.dead:  # in-thread crash-under-concurrency: the "process" is gone for every route
+        _abort(request)
+        return web.Response(status=500)
     if not request.path.startswith("/_conformance"):
         entry = {"seq": state.received_total, "t": time.time(), "method": request.method,
                  "path": request.path_qs, "headers": _redact_headers(request.headers), "body": None}

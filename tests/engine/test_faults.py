@@ -228,6 +228,8 @@ def test_crash_under_concurrency_in_thread_drops_connections():
             futs = [pool.submit(httpx.post, url + "/v1/messages", content=body, timeout=10) for _ in range(6)]
             outcomes = [f.exception() or f.result().status_code for f in futs]
         assert any(isinstance(o, Exception) for o in outcomes), outcomes
+        with pytest.raises(httpx.TransportError):  # dead for every route afterwards, like a dead process
+            httpx.get(url + "/health", timeout=5)
 
 
 def test_every_fault_has_a_test():
