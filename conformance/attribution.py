@@ -294,3 +294,63 @@ def attribute(
                                f"(HTTP {raw.status}: {verdict.error_text}) but accepts the client's request directly "
                                f"on {o_path} (HTTP {o_raw.status}): the router's translation broke it")
     return att
+
+
+_RANK = {"engine": 1, "router": 1, "both": 2, "unknown": 0}
+
+
+def combine(layers: list[str]) -> str:
+    """One layer for a test from its exchanges' layers: router + engine across exchanges is both."""
+    known = {x for x in layers if x != "unknown"}
+    if not known:
+        return "unknown"
+    if "both" in known or known == {"router", "engine"}:
+        return "both"
+    return known.pop()
+
+
+def attribute_context(ctx, engine_url: str | None = None) -> list[Attribution]:
+    """Integration shim for `conformance.suite.context.CheckContext.finish()` (see docs/layers.md).
+
+    For a test with errors and an engine URL: attribute every failing exchange of the test
+    (re-judged with check_exchange; a failure that belongs to no single exchange, such as an
+    agent loop that never completed, is attributed on the last exchange with the test's errors),
+    put the verdict into the failure text (`ctx.extra`), write both sides' evidence into the
+    failure folder (attribution-N.json / .txt) and set `layer` on the test's failed records.
+    """
+    from urllib.parse import urlsplit
+
+    from conformance.checks.exchange import check_exchange
+
+    engine_url = engine_url or getattr(ctx.settings, "engine_url", None)
+    if not engine_url or not ctx.errors:
+        return []
+    out: list[Attribution] = []
+    for sent in ctx.exchanges:
+        expect = ctx.settings.served_model((sent.request or {}).get("model"))
+        verdict = check_exchange(sent.raw, sent.request, api=sent.api, expect_model=expect)
+        if verdict.ok:
+            continue
+        out.append(attribute(sent.request, verdict, engine_url, api=sent.api, expect_model=expect,
+                             client_path=urlsplit(sent.raw.url).path, deadlines=ctx.settings.deadlines))
+    if not out and ctx.exchanges:
+        last = ctx.exchanges[-1]
+        out.append(attribute(last.request, ctx.errors, engine_url, api=last.api,
+                             expect_model=ctx.settings.served_model((last.request or {}).get("model")),
+                             client_path=urlsplit(last.raw.url).path, deadlines=ctx.settings.deadlines))
+    if not out:
+        return out
+    layer = combine([a.layer for a in out])
+    ctx.extra["layer"] = f"{layer} — " + "; ".join(dict.fromkeys(a.explanation for a in out))
+    folder = ctx.session.failure_dir(ctx.test_id)
+    for n, att in enumerate(out, 1):
+        (folder / f"attribution-{n}.json").write_text(
+            json.dumps(dict(att.details(), target_violations=[v.to_dict() for v in att.target_violations],
+                            engine_request=att.engine_request, engine_excerpt=att.engine_excerpt),
+                       ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        (folder / f"attribution-{n}.txt").write_text(att.evidence() + "\n", encoding="utf-8")
+    for record in getattr(ctx, "_results", []):  # the context keeps its records until finish() writes them
+        if record.outcome in ("failed", "error"):
+            record.layer = layer
+            record.details.setdefault("attribution", [a.details() for a in out])
+    return out

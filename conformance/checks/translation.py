@@ -608,8 +608,28 @@ CHECKS = (
 )
 
 
+def applies(check_id: str, hop: Hop) -> bool:
+    """Does the check have anything to compare in this hop? (Else it is skipped, not passed.)"""
+    c = hop.client_request
+    turns = anthropic_turns(c)
+    responses = hop.engine_response is not None and hop.client_response is not None
+    engine_calls = responses and bool(_response_calls(hop.engine_response, hop.engine_api))
+    return {
+        TOOLS: bool(c.get("tools")),
+        PAIRING: any(t.results for t in turns),
+        TOOL_IDS: any(t.calls or t.results for t in turns) or (hop.exact and engine_calls),
+        THINKING: any(t.thinking for t in turns) or (responses and bool(_response_thinking(hop.engine_response, hop.engine_api))),
+        CACHE: bool(_count_cache_control(c)),
+        STOPS: bool(c.get("stop_sequences")),
+        STOP_REASON: responses,
+        USAGE: responses,
+        INJECTION: hop.injection_probe,
+    }.get(check_id, True)
+
+
 def check_hop(hop: Hop) -> dict[str, list[Violation]]:
-    """Run every translation check; returns check id -> its violations (empty list = passed)."""
+    """Run every applicable translation check: check id -> its violations (empty list = passed);
+    checks with nothing to compare in this hop are left out (skipped)."""
     if hop.engine_request is None:
         return {}
-    return {cid: fn(hop) for cid, fn in CHECKS}
+    return {cid: fn(hop) for cid, fn in CHECKS if applies(cid, hop)}

@@ -60,6 +60,13 @@ ENGINE_FAULTS_MODE = {
     "hang": "openai",
     "hang-with-pings": "openai",
 }
+# A fault row runs turn1, turn2 and turn1-nonstream, plus the probe its fault needs; the correct
+# stacks run every probe (so "nothing reported" covers all of them).
+EXTRA_PROBES = {
+    "jailbreak-route-keeps-tools": ("injection",),
+    "routing-unstable-across-wire-variants": ("turn1-quoted",),
+    "count-tokens-missing": ("count_tokens",),
+}
 # Engine faults that cost a deadline per exchange: probed with two exchanges only.
 SLOW_ENGINE_FAULTS = {"hang", "hang-with-pings"}
 # Router faults and the mode(s) they are shown in (lossy-translation in both: what is lost differs).
@@ -137,29 +144,28 @@ def observe(router: str, engine: str, *, injection: bool = True, translation: bo
             obs.attribution = attribute(body, errors, engine, expect_model=MODEL, since=since, extra_judge=incremental,
                                         deadlines=DEADLINES)
         out.append(obs)
-    if only is not None and "turn1-quoted" not in only:
-        return out
-    # the quoted wire variant (opencode): the same model must answer
-    quoted = json.loads(json.dumps(probes["turn1"]))
-    quoted["messages"][0]["content"][0]["text"] = '"' + quoted["messages"][0]["content"][0]["text"] + '"'
-    since = log_total(engine)
-    raw = send(router, "/v1/messages", quoted)
-    verdict = check_exchange(raw, quoted, api="anthropic", expect_model=MODEL)
-    obs = Observation("turn1-quoted", raw.status, [v for v in verdict.violations if v.is_error])
-    if verdict.answered_model != answered.get("turn1"):
-        obs.violations.append(violation(S.VARIANTS_SAME_MODEL, "the quoted prompt was answered by another model",
-                                        expected=answered.get("turn1"), seen=verdict.answered_model))
-    if obs.violations:
-        def same_model_direct(raw_e: RawExchange, body_e: dict, api_e: str) -> list[Violation]:
-            bare = check_exchange(send(engine, "/v1/messages", probes["turn1"]), probes["turn1"], api="anthropic")
-            mine = check_exchange(raw_e, body_e, api=api_e)
-            if mine.answered_model != bare.answered_model:
-                return [violation(S.VARIANTS_SAME_MODEL, "the engine answers the variants with different models",
-                                  expected=bare.answered_model, seen=mine.answered_model)]
-            return []
-        obs.attribution = attribute(quoted, obs.violations, engine, expect_model=MODEL, since=since,
-                                    extra_judge=same_model_direct, deadlines=DEADLINES)
-    out.append(obs)
+    if only is None or "turn1-quoted" in only:
+        # the quoted wire variant (opencode): the same model must answer
+        quoted = json.loads(json.dumps(probes["turn1"]))
+        quoted["messages"][0]["content"][0]["text"] = '"' + quoted["messages"][0]["content"][0]["text"] + '"'
+        since = log_total(engine)
+        raw = send(router, "/v1/messages", quoted)
+        verdict = check_exchange(raw, quoted, api="anthropic", expect_model=MODEL)
+        obs = Observation("turn1-quoted", raw.status, [v for v in verdict.violations if v.is_error])
+        if verdict.answered_model != answered.get("turn1"):
+            obs.violations.append(violation(S.VARIANTS_SAME_MODEL, "the quoted prompt was answered by another model",
+                                            expected=answered.get("turn1"), seen=verdict.answered_model))
+        if obs.violations:
+            def same_model_direct(raw_e: RawExchange, body_e: dict, api_e: str) -> list[Violation]:
+                bare = check_exchange(send(engine, "/v1/messages", probes["turn1"]), probes["turn1"], api="anthropic")
+                mine = check_exchange(raw_e, body_e, api=api_e)
+                if mine.answered_model != bare.answered_model:
+                    return [violation(S.VARIANTS_SAME_MODEL, "the engine answers the variants with different models",
+                                      expected=bare.answered_model, seen=mine.answered_model)]
+                return []
+            obs.attribution = attribute(quoted, obs.violations, engine, expect_model=MODEL, since=since,
+                                        extra_judge=same_model_direct, deadlines=DEADLINES)
+        out.append(obs)
     if only is not None and "count_tokens" not in only:
         return out
     # count_tokens
@@ -210,7 +216,7 @@ class Row:
         return v[0] if len(v) == 1 else ("none" if not v else "+".join(v))
 
 
-def matrix(router_faults=None, engine_faults=None, *, workers: int = 4) -> list[Row]:
+def matrix(router_faults=None, engine_faults=None, *, workers: int = 5) -> list[Row]:
     """One row per stack: the correct stack in both modes, each router fault, each engine fault.
     Stacks are independent servers on their own ports, so they run `workers` at a time."""
     from concurrent.futures import ThreadPoolExecutor
@@ -225,7 +231,8 @@ def matrix(router_faults=None, engine_faults=None, *, workers: int = 4) -> list[
 
     def one(item) -> Row:
         side, fault, mode, rf, ef = item
-        only = ("turn1", "turn1-nonstream") if fault in SLOW_ENGINE_FAULTS else None
+        only = None if side == "none" else ("turn1", "turn1-nonstream") if fault in SLOW_ENGINE_FAULTS else \
+            ("turn1", "turn2", "turn1-nonstream") + EXTRA_PROBES.get(fault, ())
         return Row(side, fault, mode, run_stack(engine_faults=ef, router_faults=rf, upstream_api=mode, only=only))
 
     with ThreadPoolExecutor(max_workers=workers) as pool:

@@ -1,0 +1,80 @@
+"""Router translation diff (marker `translation`; runs when --conformance-engine-url is given).
+
+For each translation probe (conformance.translation.probe_requests: Claude-Code-shaped turn 1,
+turn 2 with history, non-stream; the injection probe with --conformance-injection-route) and the
+first Anthropic request of each capture: send it through the target (the router), find what
+reached the engine in the engine's received log (`GET /_conformance/received` on the engine URL:
+the reference engine has it; put the capture proxy in front of a real engine), get the engine's
+answer, and record every `translation.*` check: errors where the agent loses something it needs,
+info lines with the exact parameter mappings and what the Anthropic -> OpenAI-chat path lost.
+A failing test is attributed (router / engine / both) with both sides' evidence in its folder.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.checks import translation as T
+from conformance.suite import cases
+
+pytestmark = pytest.mark.translation
+
+PROBES = ("turn1", "turn2", "turn1-nonstream", "injection")
+
+
+def pytest_generate_tests(metafunc):
+    if "translation_case" not in metafunc.fixturenames:
+        return
+    params, ids = [(p, None) for p in PROBES], list(PROBES)
+    caps, _ = cases.all_cases(metafunc.config) if metafunc.config.getoption("conformance_target", None) else ([], "")
+    for c in caps:
+        if cases.capture_api(c) == "anthropic":
+            params.append(("capture", c))
+            ids.append(c.id)
+    metafunc.parametrize("translation_case", params, ids=ids)
+
+
+def test_translation(translation_case, conformance_ctx):
+    from conformance.attribution import attribute_context
+    from conformance.translation import log_total, observe_hop, probe_requests
+
+    ctx = conformance_ctx
+    engine_url = ctx.settings.engine_url
+    if not engine_url:
+        pytest.skip("translation diff needs the engine behind the router: pass --conformance-engine-url=URL")
+    kind, capture = translation_case
+    injection = kind == "injection"
+    if injection and not ctx.settings.option("injection_route"):
+        pytest.skip("the injection-route check is opt-in: pass --conformance-injection-route for a router that claims one")
+    ctx.api = "anthropic"
+    cases.require_api(ctx, "anthropic")
+    if capture is not None:
+        ctx.for_capture(capture)
+        first = capture.main_exchanges()[0]
+        body, _ = cases.prepared_body(ctx, first)
+        path, query, headers = first.request.path, first.request.query, first.request.headers
+    else:
+        body = probe_requests(ctx.session.model_for(None, ctx.settings) or "", injection=injection)[kind]
+        path, query, headers = "/v1/messages", "", None
+    body = dict(body or {})
+    since = log_total(engine_url)
+    sent = ctx.send("anthropic", path, body, captured_headers=headers, query=query, note=f"translation {kind}")
+    verdict = ctx.judge(sent, expect_model=ctx.settings.served_model(body.get("model")))
+    if since is None:
+        for cid in T.ALL_IDS:
+            ctx.outcome(cid, "unverifiable", message=f"{engine_url} has no /_conformance/received log: put the capture "
+                        "proxy (or the reference engine) behind the router to see what reached the engine")
+    elif sent.raw.ok:
+        hop, report = observe_hop(engine_url, body, verdict.message, since=since,
+                                  route=sent.raw.response_headers.get("x-router-route"), injection_probe=injection,
+                                  deadlines=ctx.settings.deadlines)
+        details = report.details()
+        for cid in T.ALL_IDS:
+            if cid == T.INJECTION and not injection:
+                continue
+            outcome = report.outcome(cid) if hop is not None else "unverifiable"
+            why = report.note if hop is None else ("nothing to compare in this exchange" if outcome == "skipped" else "")
+            ctx.outcome(cid, outcome, violations=report.by_check.get(cid, []), message=why, details=details)
+        ctx.extra["translation"] = report.format()
+    attribute_context(ctx, engine_url)
+    ctx.finish(f"translation {kind}" + (f" {capture.id}" if capture is not None else ""))
