@@ -6,6 +6,8 @@ Rules:
   prose and size: system text and long message text are cut to a few hundred characters, tool
   and schema descriptions are cut, at most MAX_TOOLS tools are kept (every tool the conversation
   already called is kept), and the output cap becomes MAX_TOKENS.
+- temperature 0 (greedy decoding), so a real model's verdicts repeat from run to run and can be
+  compared with fixtures.
 - Extended thinking is removed: the API requires budget_tokens >= 1024 and below max_tokens, so a
   thinking request cannot be made small, and a 270M base model does not think anyway.
 - Prefill at ~170 tok/s and decode at ~15-30 tok/s on two cores (../shared/design/PEERS.md):
@@ -30,8 +32,7 @@ PREFERRED_TOOLS = ("write", "read", "bash", "read_file", "write_file", "edit", "
 
 # Cases of the bundled corpus replayed through real engines (few, each a different shape).
 REAL_ENGINE_CASES = (
-    "claude-code/2.1.197/bare",          # Claude Code, minimal tool set (the loop's Anthropic template)
-    "claude-code/2.1.197/tool-loop",     # Claude Code, tool_use/tool_result history
+    "claude-code/2.1.197/tool-loop",     # Claude Code: tool_use/tool_result history (the loop's template)
     "opencode/1.18.33/openai-plain",     # opencode on the OpenAI wire (the loop's OpenAI template)
     "opencode/1.18.33/openai-tool-loop", # opencode, OpenAI tool_calls history
 )
@@ -123,6 +124,10 @@ def _trim_content(content: Any, limit: int) -> Any:
 def trim_body(body: dict) -> dict:
     """A small copy of one request body (Anthropic messages or OpenAI chat completions)."""
     b = copy.deepcopy(body)
+    # Greedy decoding: the verdicts of a real model are compared with fixtures run after run.
+    b["temperature"] = 0
+    b.pop("top_p", None)
+    b.pop("top_k", None)
     b.pop("thinking", None)
     b.pop("reasoning_effort", None)
     b.pop("reasoning", None)
