@@ -228,8 +228,8 @@ def attribute(
     """
     from conformance.checks.exchange import check_exchange
     from conformance.translation import (
-        dialect_of,
         find_forwarded,
+        judge_api,
         minimal_openai_request,
         received_log,
         replay,
@@ -262,7 +262,7 @@ def attribute(
     if engine_model and att.replayed != "forwarded":
         body = dict(body, model=engine_model)
     att.engine_path, att.engine_request = path, body
-    replay_api = dialect_of(path)
+    replay_api = judge_api(path)
     raw = replay(engine_url, path, body, deadlines=deadlines, api_key=api_key)
     att.engine_status = raw.status
     att.engine_error = raw.error
@@ -287,7 +287,7 @@ def attribute(
         if engine_model:
             o_body = dict(o_body, model=engine_model)
         o_raw = replay(engine_url, o_path, o_body, deadlines=deadlines, api_key=api_key)
-        o_verdict = check_exchange(o_raw, o_body, api=dialect_of(o_path), expect_model=expect_model, turn=turn)
+        o_verdict = check_exchange(o_raw, o_body, api=judge_api(o_path), expect_model=expect_model, turn=turn)
         if not any(v.check_id == REQUEST_ACCEPTED for v in o_verdict.errors):
             att.layer = "router"
             att.explanation = (f"introduced by the router: the engine refuses the request the router sent it "

@@ -95,15 +95,23 @@ def find_forwarded(entries: list[dict], client_request: dict, since: int | None 
     return None
 
 
+def judge_api(path: str) -> str:
+    """The API the exchange judge (check_exchange) takes for a path: anthropic | openai."""
+    return "anthropic" if dialect_of(path) == "anthropic" else "openai"
+
+
 def dialect_of(path: str) -> str:
+    """anthropic | openai (chat completions) | responses (OpenAI Responses API)."""
     p = path.split("?", 1)[0].rstrip("/")
-    return "anthropic" if p.endswith(("/messages", "/messages/count_tokens")) else "openai"
+    if p.endswith(("/messages", "/messages/count_tokens")):
+        return "anthropic"
+    return "responses" if p.endswith("/responses") else "openai"
 
 
 # ------------------------------------------------------------------------------ replay
 
 def replay(engine_url: str, path: str, body: dict, *, deadlines: Deadlines = REPLAY_DEADLINES, api_key: str = "sk-conformance") -> RawExchange:
-    api = dialect_of(path)
+    api = judge_api(path)
     headers = {"content-type": "application/json"}
     if api == "anthropic":
         headers.update({"x-api-key": api_key, "anthropic-version": "2023-06-01"})
@@ -256,7 +264,9 @@ def observe_hop(
     engine_request = entry["body"]
     engine_message = entry.get("response_message")  # a recorder that keeps answers
     exact = engine_message is not None
-    if engine_message is None and replay_answer:
+    if api == "responses":  # the wire core judges chat completions and messages, not Responses streams
+        engine_message, exact = None, False
+    if engine_message is None and replay_answer and api != "responses":
         raw = replay(engine_url, path.split("?", 1)[0], engine_request, deadlines=deadlines)
         engine_message = accumulate(raw, engine_request, api)
     hop = T.Hop(client_request=client_request, engine_request=engine_request, engine_api=api,
@@ -340,7 +350,8 @@ def entries_from_capture(capture) -> list[dict]:
     for seq, ex in enumerate(capture.exchanges):
         req = ex.request
         entry = {"seq": seq, "method": req.method, "path": req.url_path, "body": req.body}
-        if ex.response is not None and isinstance(req.body, dict) and 200 <= ex.response.status < 300:
+        if ex.response is not None and isinstance(req.body, dict) and 200 <= ex.response.status < 300 \
+                and dialect_of(req.path) != "responses":
             from conformance.checks.exchange import protocol
 
             proto = protocol(req.api if req.api != "other" else "openai")

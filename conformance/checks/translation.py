@@ -194,8 +194,50 @@ def openai_turns(body: dict) -> list[Turn]:
     return turns
 
 
+def responses_turns(body: dict) -> list[Turn]:
+    """OpenAI Responses API input (LiteLLM's default path for `openai/` models): `instructions`,
+    then `input` items — messages, function_call, function_call_output."""
+    turns: list[Turn] = []
+    if body.get("instructions"):
+        turns.append(Turn("system", [_text(body["instructions"])], index=-1))
+    items = body.get("input")
+    if isinstance(items, str):
+        items = [{"role": "user", "content": items}]
+    for i, item in enumerate(items or []):
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type", "message")
+        if kind == "message":
+            role = str(item.get("role"))
+            role = "system" if role == "developer" else role
+            turns.append(Turn(role, [_text(item.get("content"))], index=i))
+        elif kind == "function_call":
+            args = item.get("arguments")
+            try:
+                args = json.loads(args) if isinstance(args, str) else args
+            except ValueError:
+                pass
+            if turns and turns[-1].role == "assistant":
+                turns[-1].calls.append((str(item.get("call_id", "")), str(item.get("name", "")), args))
+            else:
+                turns.append(Turn("assistant", calls=[(str(item.get("call_id", "")), str(item.get("name", "")), args)], index=i))
+        elif kind == "function_call_output":
+            turns.append(Turn("tool", results=[(str(item.get("call_id", "")), _text(item.get("output")))], index=i))
+        elif kind == "reasoning":
+            summary = item.get("summary") or []
+            text = "".join(x.get("text", "") for x in summary if isinstance(x, dict))
+            if turns and turns[-1].role == "assistant":
+                turns[-1].thinking.append((text, item.get("encrypted_content")))
+            else:
+                turns.append(Turn("assistant", thinking=[(text, item.get("encrypted_content"))], index=i))
+    return turns
+
+
 def engine_turns(hop: Hop) -> list[Turn]:
-    return openai_turns(hop.engine_request or {}) if hop.engine_api == "openai" else anthropic_turns(hop.engine_request or {})
+    body = hop.engine_request or {}
+    if hop.engine_api == "responses":
+        return responses_turns(body)
+    return openai_turns(body) if hop.engine_api == "openai" else anthropic_turns(body)
 
 
 def _clip(s: str, n: int = 80) -> str:
@@ -273,6 +315,8 @@ def _engine_tools(hop: Hop) -> dict[str, Any]:
         if hop.engine_api == "openai":
             fn = t.get("function") or {}
             out[str(fn.get("name", ""))] = fn.get("parameters")
+        elif hop.engine_api == "responses":
+            out[str(t.get("name", ""))] = t.get("parameters")
         else:
             out[str(t.get("name", ""))] = t.get("input_schema")
     return out
@@ -303,12 +347,13 @@ def check_tools(hop: Hop) -> list[Violation]:
     if isinstance(choice, dict) and hop.engine_request is not None and hop.client_request.get("tools"):
         sent = (hop.engine_request or {}).get("tool_choice")
         kind = choice.get("type")
-        if hop.engine_api == "openai":
+        if hop.engine_api in ("openai", "responses"):
+            named = (sent.get("function") or {}).get("name", sent.get("name")) if isinstance(sent, dict) else None
             ok = {
                 "auto": sent in (None, "auto"),
                 "any": sent == "required",
                 "none": sent == "none",
-                "tool": isinstance(sent, dict) and (sent.get("function") or {}).get("name") == choice.get("name"),
+                "tool": named == choice.get("name"),
             }.get(kind, True)
         else:
             ok = isinstance(sent, dict) and sent.get("type") == kind
@@ -477,7 +522,7 @@ def check_stop_sequences(hop: Hop) -> list[Violation]:
     if not want or hop.engine_request is None:
         return []
     body = hop.engine_request
-    got = body.get("stop") if hop.engine_api == "openai" else body.get("stop_sequences")
+    got = body.get("stop_sequences") if hop.engine_api == "anthropic" else body.get("stop")
     got = [got] if isinstance(got, str) else list(got or [])
     missing = [s for s in want if s not in got]
     if missing:
@@ -490,7 +535,7 @@ def check_params(hop: Hop) -> list[Violation]:
     """Every parameter mapping, as info lines (never an error: the agent keeps working)."""
     c, e = hop.client_request, hop.engine_request or {}
     lines: list[str] = []
-    if hop.engine_api == "openai":
+    if hop.engine_api in ("openai", "responses"):
         effort = (c.get("output_config") or {}).get("effort") if isinstance(c.get("output_config"), dict) else None
         thinking = c.get("thinking") if isinstance(c.get("thinking"), dict) else None
         sent = e.get("reasoning_effort")
@@ -514,10 +559,10 @@ def check_params(hop: Hop) -> list[Violation]:
         if isinstance(md, dict) and md.get("user_id"):
             lines.append("metadata.user_id -> " + ("user" if e.get("user") else "dropped"))
         if "max_tokens" in c:
-            got = e.get("max_tokens", e.get("max_completion_tokens"))
+            got = e.get("max_tokens", e.get("max_completion_tokens", e.get("max_output_tokens")))
             if got != c["max_tokens"]:
                 lines.append(f"max_tokens {c['max_tokens']} -> {got if got is not None else 'dropped'}")
-        if c.get("stream"):
+        if c.get("stream") and hop.engine_api == "openai":
             so = e.get("stream_options") or {}
             lines.append("stream -> stream" + (" + stream_options.include_usage" if so.get("include_usage") else " (usage not requested)"))
     else:

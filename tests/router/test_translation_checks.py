@@ -125,3 +125,24 @@ def test_minimal_translation_is_documented_shape():
     roles = [m["role"] for m in out["messages"]]
     assert roles[0] == "system" and "tool" in roles
     assert out["stop"] == CLIENT["stop_sequences"] and out["stream_options"] == {"include_usage": True}
+
+
+def test_responses_api_hop_litellm_default_path():
+    """LiteLLM's /v1/messages calls an `openai/` upstream's Responses API by default (PEERS.md)."""
+    engine = {
+        "model": "m", "instructions": "You are a coding agent running in a terminal.\nWorking directory: /tmp/conformance-probe\nUse the tools to act on files.",
+        "input": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": CLIENT["messages"][0]["content"][0]["text"]}]},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Reading the token file."}]},
+            {"type": "function_call", "call_id": "toolu_01ProbeRead0000000000001", "name": "Read", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "toolu_01ProbeRead0000000000001", "output": "     1\u2192c0ffee15badd"},
+        ],
+        "tools": [{"type": "function", "name": t["name"], "parameters": t["input_schema"]} for t in CLIENT["tools"]],
+        "reasoning": {"effort": "xhigh"}, "max_output_tokens": 4096, "stream": True,
+    }
+    report = diff(T.Hop(CLIENT, engine, "responses"), engine_path="/v1/responses")
+    errors = set(_ids(report))
+    assert T.MESSAGES in errors  # the mid-conversation system entry is gone
+    assert T.STOPS in errors  # the Responses API has no stop sequences
+    assert T.PAIRING not in errors and T.TOOLS not in errors
+    assert "thinking adaptive + output_config.effort xhigh -> reasoning_effort xhigh" in report.mappings
