@@ -366,10 +366,11 @@ class ContextProbe:
                     point.detail = describe_exchange(raw)
                     points.append(point)
                     gone = await target_gone(self.target)
-                    if gone:  # fail fast: nothing more to learn from a dead target
+                    if gone:
                         point.detail += f"; {gone}"
-                        return points
-                    continue
+                    # fail fast: a hung, crashing or dead target would cost a deadline per point
+                    point.detail += "; the sweep stopped here"
+                    return points
                 points.append(point)
         return points
 
@@ -421,7 +422,7 @@ def needle_outcomes(points: list[NeedlePoint], limit: LimitInfo, near: float = N
 
     near_d0 = [p for p in points if p.depth == 0.0 and p.fraction >= near]
     misses = [p for p in near_d0 if p.outcome == "miss"]
-    broken = [p for p in near_d0 if p.outcome == "failed"]
+    broken = [p for p in points if p.outcome == "failed"]  # the sweep stops at the first one
     judged = [p for p in near_d0 if p.outcome in ("hit", "miss")]
     if misses or broken:
         violations = []
@@ -435,7 +436,8 @@ def needle_outcomes(points: list[NeedlePoint], limit: LimitInfo, near: float = N
         for p in broken:
             violations.append(registry.violation(
                 "context.needle_depth0",
-                f"the depth-0 request at {round(p.fraction * 100)}% of the limit ({p.counted} tokens) failed: {p.detail}",
+                f"the needle request at {round(p.fraction * 100)}% of the limit ({p.counted} tokens), depth "
+                f"{round(p.depth * 100)}% failed: {p.detail}",
                 expected="an answer", seen=p.detail))
         return [recall, ProbeOutcome("context.needle_depth0", "failed", violations[0].message, violations, figures)]
     if not judged:

@@ -76,6 +76,8 @@ async def _shorts(target: Target, count: int, phase: str, t0: float) -> list[Tim
     out = []
     for i in range(count):
         out.append(await _timed(target, _short(target, i, phase), f"{phase} short {i + 1}", t0))
+        if not out[-1].ok:
+            break  # fail fast: a hung target costs one deadline, not one per request
     return out
 
 
@@ -112,7 +114,19 @@ async def interference_probe(target: Target, *, limit: int | None = None, long_f
 
     t0 = time.monotonic()
     alone = await _shorts(target, short_count, "alone", t0)
-    long_alone = await _timed(target, long_body(0), "long alone", t0)
+    early = [r for r in alone if not r.ok]
+    long_alone = None if early else await _timed(target, long_body(0), "long alone", t0)
+    if long_alone is not None and not long_alone.ok:
+        early.append(long_alone)
+    if early:  # fail fast: the target cannot serve these alone; measuring interference means nothing
+        gone = await target_gone(target)
+        v = registry.violation("load.interference",
+                               "requests fail without any load: " + "; ".join(f"{r.name}: {r.what}" for r in early[:4])
+                               + (f"; {gone}" if gone else ""),
+                               expected="short and long requests complete alone", seen=early[0].what, severity="error")
+        why = "not measured: the requests fail alone (see load.interference)"
+        return [ProbeOutcome("load.interference", "failed", v.message, [v], {"target_gone": gone}),
+                ProbeOutcome("load.long_context_parallel", "unverifiable", why)]
 
     long_task = asyncio.ensure_future(_timed(target, long_body(1), "long in flight", t0))
     await asyncio.sleep(0)  # let the long request go out first

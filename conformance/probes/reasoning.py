@@ -181,6 +181,11 @@ def verdicts(results: list[CaseResult]) -> list[ProbeOutcome]:
     figures = {"cases": rows}
     names = ", ".join(r.case.name for r in results)
     out = []
+    if not any(r.stop is not None for r in results):  # nothing answered: only answer_before_cap can tell
+        why = "no case got an answer (see reasoning.answer_before_cap)"
+        return [ProbeOutcome("reasoning.answer_before_cap", "failed", before_cap[0].message, before_cap, figures),
+                ProbeOutcome("reasoning.output_cap", "unverifiable", why, [], figures),
+                ProbeOutcome("reasoning.answer_correct", "unverifiable", why, [], figures)]
     for check_id, vs, ok_msg in (
         ("reasoning.answer_before_cap", before_cap, f"the answer arrived before max_tokens in every case ({names})"),
         ("reasoning.output_cap", cap, "no answer was cut by an output cap"),
@@ -199,5 +204,10 @@ def verdicts(results: list[CaseResult]) -> list[ProbeOutcome]:
 
 async def reasoning_probe(target: Target, cases: list[ThinkingCase] | None = None, *,
                           max_tokens: int = MAX_TOKENS) -> list[ProbeOutcome]:
-    results = [await run_case(target, c) for c in (cases or default_cases(target.api, max_tokens))]
+    results = []
+    for case in cases or default_cases(target.api, max_tokens):
+        res = await run_case(target, case)
+        results.append(res)
+        if res.failure and res.stop is None:
+            break  # fail fast: no answer at all (refused, hung, gone); the next case would cost the same
     return verdicts(results)

@@ -39,7 +39,10 @@ def repeat_count(request, settings) -> int:
     return k
 
 
-def target_for(session, settings) -> Target:
+def target_for(session, settings, ctx=None) -> Target:
+    """The probe target; with `ctx`, a target already known dead fails the test at once."""
+    if ctx is not None and session.target_down() is not None:
+        ctx.fail_target_down()  # records suite.target.reachable and raises: no deadline spent
     api = settings.api
     if api == "auto":
         api = "anthropic" if session.serves("anthropic") else "openai"

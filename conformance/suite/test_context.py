@@ -24,7 +24,7 @@ pytestmark = pytest.mark.context
 def _run(request, ctx, title: str, parts):
     from conformance.probes import context as C
 
-    target = S.target_for(ctx.session, ctx.settings)
+    target = S.target_for(ctx.session, ctx.settings, ctx)
     configured = S.option(ctx.settings, "context_limit", None)
 
     async def once():

@@ -29,7 +29,7 @@ def _load(request, ctx, *, ramp: bool, rounds: int, title: str) -> None:
     from conformance.probes.load import concurrency_probe
 
     settings = ctx.settings
-    target = S.target_for(ctx.session, settings)
+    target = S.target_for(ctx.session, settings, ctx)
     n = _concurrency(settings)
 
     async def once():
@@ -52,7 +52,7 @@ def test_interference(request, conformance_ctx):
     from conformance.probes.interference import interference_probe
 
     ctx = conformance_ctx
-    target = S.target_for(ctx.session, ctx.settings)
+    target = S.target_for(ctx.session, ctx.settings, ctx)
     limit = S.option(ctx.settings, "context_limit", None)
     n = _concurrency(ctx.settings)
 

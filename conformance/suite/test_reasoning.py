@@ -21,7 +21,7 @@ pytestmark = pytest.mark.context
 def _outcomes(request, ctx):
     from conformance.probes.reasoning import default_cases, reasoning_probe
 
-    target = S.target_for(ctx.session, ctx.settings)
+    target = S.target_for(ctx.session, ctx.settings, ctx)
     key = ("reasoning", target.base, target.api, target.model)
     cache = ctx.session.cache
     if key not in cache:
