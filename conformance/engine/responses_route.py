@@ -27,7 +27,7 @@ import time
 from aiohttp import web
 
 from conformance.engine import faults as F
-from conformance.engine import ids
+from conformance.engine import ids, tokenizer
 from conformance.engine.conversation import (
     Conversation,
     InvalidRequest,
@@ -171,7 +171,7 @@ async def responses(request: web.Request, state, body: dict):
     incomplete = reply.stop_reason == "max_tokens"
     out_tokens = reply.output_tokens
     usage = {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": out_tokens,
-             "output_tokens_details": {"reasoning_tokens": 0},
+             "output_tokens_details": {"reasoning_tokens": tokenizer.count(reply.thinking or "")},
              "total_tokens": prompt + out_tokens + (17 if "usage-inconsistent" in faults else 0)}
 
     def response_obj(status, output, with_usage):
