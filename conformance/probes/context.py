@@ -189,6 +189,7 @@ class Sized:
     n_sentences: int
     tokens: int  # the target's count of the whole request
     intended: int
+    extrapolated: bool = False  # above the limit, from the counts measured below it
 
     @property
     def error(self) -> float:
@@ -221,6 +222,7 @@ class Attempt:
     raw: RawExchange
     message: dict[str, Any] | None
     phrase: str
+    extrapolated: bool = False
 
     @property
     def accepted(self) -> bool:
@@ -285,13 +287,19 @@ class ContextProbe:
         if n is None:
             n = max(0, round((intended - base) / rate))
         best: Sized | None = None
+        prev: tuple[int, int] | None = None
         for _ in range(8):
             try:
                 c = await self.counter.count(self.request(n, depth, phrase, 1))
             except Exception:
                 if exact:
                     raise
-                return Sized(n, round(base + rate * n), intended)  # extrapolated from the target's counts
+                return Sized(n, round(base + rate * n), intended, extrapolated=True)  # extrapolated from the target's counts
+            if not exact and prev is not None and n > prev[0] and c <= prev[1]:
+                # counts that stop growing (usage of a target that truncates above its limit):
+                # extrapolate from the counts measured below the limit instead
+                return Sized(n, round(base + rate * n), intended, extrapolated=True)
+            prev = (n, c)
             cand = Sized(n, c, intended)
             fits = ceiling is None or c <= ceiling
             if fits and (best is None or cand.error < best.error):
@@ -325,7 +333,7 @@ class ContextProbe:
         body = self.request(sized.n_sentences, depth, phrase, max_tokens or self.max_tokens_for(sized.tokens))
         raw = await send(self.target, body, deadlines=deadlines)
         message = judge(raw, body, self.target.api).message if raw.ok else None
-        return Attempt(sized.tokens, raw, message, phrase)
+        return Attempt(sized.tokens, raw, message, phrase, sized.extrapolated)
 
     # -- needle sweep ---------------------------------------------------------------------------
 
@@ -393,8 +401,10 @@ class ContextProbe:
         assert limit is not None
         key = (fraction, float(limit))
         if key not in self._attempts:
+            # within ±2% of the fraction, and never over the limit it is meant to fit
+            ceiling = min(limit - 1, round(fraction * limit * (1 + TOLERANCE)))
             self._attempts[key] = await self.attempt(round(fraction * limit), 0.0, f"under:{fraction}:{limit}",
-                                                     ceiling=round(fraction * limit * (1 + TOLERANCE)))
+                                                     ceiling=ceiling)
         return self._attempts[key]
 
 
@@ -460,7 +470,9 @@ async def over_limit_outcome(probe: ContextProbe, factor: float = OVER_LIMIT) ->
     raw = a.raw
     figures = {"limit": limit, "sent_tokens": a.tokens, "status": raw.status, "elapsed_s": round(raw.elapsed, 3),
                "error_kind": raw.error_kind}
-    head = f"a prompt of {a.tokens} tokens ({round(factor * 100)}% of the limit {limit})"
+    about = "about " if a.extrapolated else ""
+    head = f"a prompt of {about}{a.tokens} tokens ({round(factor * 100)}% of the limit {limit})"
+    figures["tokens_extrapolated"] = a.extrapolated
     if a.refused:
         text = error_message(raw)
         figures["message"] = text[:300]
@@ -625,10 +637,9 @@ async def usable_context_outcome(probe: ContextProbe, *, captures_root: Path | N
     clients: dict[str, int | None] = dict(CLIENT_MAX_TOKENS)
     for client, values in captured_max_tokens(captures_root).items():
         for v in values:
-            clients[f"{client} (captured)"] = v if len(values) == 1 else clients.get(f"{client} (captured)") or v
-            clients[f"{client} (captured max_tokens {v})"] = v
+            clients[f"{client} (captured, max_tokens {v})"] = v
     if not any(k.startswith("opencode") for k in clients):
-        clients["opencode"] = None
+        clients["opencode"] = None  # no capture to read its value from: said so, not guessed
     usable: dict[str, Any] = {}
     for name, mt in clients.items():
         if mt is None:

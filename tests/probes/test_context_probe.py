@@ -101,3 +101,13 @@ def test_openai_wire_needle_and_refusal(engine, make_target, api):
     points = run_sync(probe.needle_sweep((0.99,), (0.0, 1.0)))
     assert [p.outcome for p in points] == ["hit", "hit"]
     assert run_sync(C.over_limit_outcome(probe)).outcome == "passed"
+
+
+def test_truncating_target_without_count_tokens_is_sized_by_extrapolation(engine, make_target):
+    # usage is the only count, and above the limit it is the truncated one: the probe must not chase it
+    t = make_target(engine("over-limit-not-refused", "count-tokens-missing"))
+    info = run_sync(C.discover_limit(t))
+    o = run_sync(C.over_limit_outcome(C.ContextProbe(t, info)))
+    assert o.outcome == "failed" and "silently truncated" in o.message
+    assert o.details["tokens_extrapolated"] is True and "about" in o.message
+    assert o.details["sent_tokens"] > 4096
