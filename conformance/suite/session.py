@@ -31,6 +31,9 @@ from conformance.suite.config import SuiteConfig
 from conformance.transport import Deadlines, RawExchange, send
 
 _PROBE = Deadlines(connect=3.0, first_content=5.0, total=8.0)
+# Does an endpoint exist? An empty body is refused at once by a live endpoint; a target that
+# hangs even on that is assumed to serve it (the tests then report the hang on their deadlines).
+_API_PROBE = Deadlines(connect=3.0, first_content=3.0, total=3.0)
 
 
 @dataclass
@@ -198,7 +201,8 @@ class SuiteSession:
             return api == self.config.api
         if api not in self._apis:
             path = "/v1/messages" if api == "anthropic" else "/v1/chat/completions"
-            raw = self.send(api, path, b"{}", deadlines=_PROBE, label=f"probe {path}")
+            cap = min(_API_PROBE.total, self.config.deadline_total)
+            raw = self.send(api, path, b"{}", deadlines=Deadlines(_API_PROBE.connect, cap, cap), label=f"probe {path}")
             # An endpoint that exists rejects an empty body with 4xx (400/422) or answers; a missing
             # one gives 404/405/501. A dead target is reported by the tests themselves.
             self._apis[api] = raw.status is None or raw.status not in (404, 405, 501)

@@ -6,8 +6,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpcore  # noqa: F401,E402
+import httpx  # noqa: F401,E402
 import pytest
 
+# Imported here, in the outer process, so pytester's in-process runs (which drop the modules an
+# inner run imported) never leave two generations of httpx / httpcore classes side by side: the
+# transport would then fail to recognise a ConnectError raised by the newer copy.
+import conformance.checks.exchange  # noqa: F401,E402
+import conformance.engine.launch  # noqa: F401,E402
+import conformance.protocols.anthropic  # noqa: F401,E402
+import conformance.protocols.openai  # noqa: F401,E402
+import conformance.suite.context  # noqa: F401,E402
+import conformance.suite.session  # noqa: F401,E402
+import conformance.transport  # noqa: F401,E402
 from conformance.results import Result, read_results
 
 # pytester is enabled in tests/conftest.py (pytest_plugins only works in the top-level conftest)

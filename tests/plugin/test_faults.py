@@ -102,7 +102,11 @@ def test_hung_target_fails_within_total_deadline(pytester, fault, suite):
                         captures=SMALL / "claude-code" / "2.1.197" / "tool-loop-small.json")
         elapsed = time.monotonic() - start
     assert set(run.failed_checks) == {"suite.deadline.total"}, run.failed_checks
-    assert elapsed < total + 8, f"took {elapsed:.1f}s with a {total}s deadline"
+    # each request is cut at its deadline: the test (the API probe and two exchanges, each capped
+    # by the total deadline) takes about 3 x total
+    durations = [r.duration_s for r in run.results if r.check_id == "suite.deadline.total"]
+    assert durations and max(durations) < 3 * total + 2, durations
+    assert elapsed < 30, f"the run took {elapsed:.1f}s"
     MATRIX[fault] = f"CAUGHT by suite.deadline.total in {elapsed:.1f}s (deadline {total}s)"
 
 
@@ -118,7 +122,9 @@ def test_pinging_target_fails_first_content_deadline(pytester, suite):
                         captures=SMALL / "claude-code" / "2.1.197" / "tool-loop-small.json")
         elapsed = time.monotonic() - start
     assert set(run.failed_checks) == {"suite.deadline.first_content"}, run.failed_checks
-    assert elapsed < 10
+    durations = [r.duration_s for r in run.results if r.check_id == "suite.deadline.first_content"]
+    assert durations and max(durations) < 3 + 2 * 1 + 2, durations  # API probe (3 s cap) + 2 exchanges
+    assert elapsed < 30, f"the run took {elapsed:.1f}s"
 
 
 def test_print_detection_matrix(capsys):
