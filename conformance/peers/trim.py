@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-MAX_TOKENS = 64  # room for one <tool_call> with a short Write (path + content)
+MAX_TOKENS = 160  # room for a whole <tool_call>: a cut call is a truncation, not a deviation
 MAX_TOOLS = 2
 SYSTEM_CHARS = 200
 TEXT_CHARS = 200
