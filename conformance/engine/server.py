@@ -4,7 +4,8 @@ act on the whole request (hang, crash-under-concurrency) and error envelopes.
 Rules:
 - Bodies above BODY_LIMIT (32 MiB, Anthropic's documented request size limit) get 413 in the
   route's envelope; malformed JSON and non-JSON content types get 400; unknown paths 404 and
-  wrong methods 405, in the envelope of the API the path belongs to (`/v1/messages...` is
+  wrong methods 405 (404 not_found_error on Anthropic paths: that API documents no 405), in the
+  envelope of the API the path belongs to (`/v1/messages...` is
   Anthropic, everything else OpenAI). Nothing a client sends, and no client disconnect, stops the
   server.
 - Error envelopes: Anthropic `{"type":"error","error":{"type","message"}}` with its documented
@@ -13,7 +14,9 @@ Rules:
   (method, path with query, headers with secrets redacted, JSON body); `DELETE` clears it.
 - `crash-under-concurrency`: past CRASH_CONCURRENCY_LIMIT generation requests in flight the
   process exits (os._exit) when `exit_on_crash` (the CLI); in-thread it aborts every in-flight
-  connection and refuses all later ones, since exiting would kill the host process.
+  connection and drops every later connection on every route, since exiting would kill the host
+  process. With the fault on, each generation request waits CRASH_PREFILL_SECONDS first so
+  concurrent requests overlap.
 """
 
 from __future__ import annotations
