@@ -207,6 +207,7 @@ class NeedlePoint:
     outcome: str  # hit | miss | refused | cut | failed
     answer: str
     detail: str = ""
+    gone: str | None = None  # the target died at this point
 
     def row(self) -> dict[str, Any]:
         return {"fraction": self.fraction, "depth": self.depth, "intended_tokens": self.intended,
@@ -376,6 +377,7 @@ class ContextProbe:
                     gone = await target_gone(self.target)
                     if gone:
                         point.detail += f"; {gone}"
+                        point.gone = gone
                     # fail fast: a hung, crashing or dead target would cost a deadline per point
                     point.detail += "; the sweep stopped here"
                     return points
@@ -414,7 +416,8 @@ class ContextProbe:
 
 def needle_outcomes(points: list[NeedlePoint], limit: LimitInfo, near: float = NEAR_LIMIT) -> list[ProbeOutcome]:
     rows = [p.row() for p in points]
-    figures = {"limit": limit.limit, "limit_source": limit.describe(), "points": rows}
+    figures = {"limit": limit.limit, "limit_source": limit.describe(), "points": rows,
+               "target_gone": next((p.gone for p in points if p.gone), None)}
     total = [p for p in points if p.outcome in ("hit", "miss")]
     hits = [p for p in total if p.outcome == "hit"]
     by_depth = {}

@@ -154,6 +154,7 @@ async def interference_probe(target: Target, *, limit: int | None = None, long_f
                                f"{len(failed)} request(s) failed: " + "; ".join(f"{r.name}: {r.what}" for r in failed[:4])
                                + (f"; {gone}" if gone else ""),
                                expected="every short and long request completes", seen=failed[0].what, severity="error")
+        figures["target_gone"] = gone
         interference = ProbeOutcome("load.interference", "failed", v.message, [v], figures)
     else:
         interference = ProbeOutcome(
@@ -175,6 +176,7 @@ async def interference_probe(target: Target, *, limit: int | None = None, long_f
                                + "; ".join(f"{r.name}: {r.what}" for r in pfailed[:3]) + (f"; {gone}" if gone else ""),
                                expected=f"{parallel_long} requests of {sized.tokens} tokens complete (queueing is fine)",
                                seen=pfailed[0].what)
+        pfig["target_gone"] = gone
         par = ProbeOutcome("load.long_context_parallel", "failed", v.message, [v], pfig)
     else:
         par = ProbeOutcome("load.long_context_parallel", "passed",

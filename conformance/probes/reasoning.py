@@ -37,6 +37,7 @@ from conformance.probes.common import (
     output_tokens,
     send,
     stop_reason,
+    target_gone,
     thinking_text,
 )
 
@@ -209,5 +210,10 @@ async def reasoning_probe(target: Target, cases: list[ThinkingCase] | None = Non
         res = await run_case(target, case)
         results.append(res)
         if res.failure and res.stop is None:
-            break  # fail fast: no answer at all (refused, hung, gone); the next case would cost the same
+            gone = await target_gone(target)
+            out = verdicts(results)
+            if gone:
+                for o in out:
+                    o.details["target_gone"] = gone
+            return out  # fail fast: no answer at all (refused, hung, gone); the next case would cost the same
     return verdicts(results)
