@@ -538,18 +538,18 @@ def check_params(hop: Hop) -> list[Violation]:
     if hop.engine_api in ("openai", "responses"):
         effort = (c.get("output_config") or {}).get("effort") if isinstance(c.get("output_config"), dict) else None
         thinking = c.get("thinking") if isinstance(c.get("thinking"), dict) else None
-        sent = e.get("reasoning_effort")
+        sent, field_name = e.get("reasoning_effort"), "reasoning_effort"
         if isinstance(sent, dict):
-            sent = sent.get("effort")
+            sent, field_name = sent.get("effort"), "reasoning_effort.effort"
         if sent is None and isinstance(e.get("reasoning"), dict):
-            sent = e["reasoning"].get("effort")
+            sent, field_name = e["reasoning"].get("effort"), "reasoning.effort"
         src = []
         if thinking:
             src.append(f"thinking {thinking.get('type')}" + (f" budget_tokens {thinking['budget_tokens']}" if "budget_tokens" in thinking else ""))
         if effort:
             src.append(f"output_config.effort {effort}")
         if src:
-            lines.append(f"{' + '.join(src)} -> " + (f"reasoning_effort {sent}" if sent is not None else "dropped (no reasoning_effort sent)"))
+            lines.append(f"{' + '.join(src)} -> " + (f"{field_name} {sent}" if sent is not None else "dropped (no reasoning_effort sent)"))
         if "thinking" in e:
             lines.append(f"thinking forwarded verbatim as an OpenAI field: {json.dumps(e['thinking'])}")
         if "context_management" in c:

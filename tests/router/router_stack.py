@@ -34,7 +34,7 @@ from conformance.transport import Deadlines, RawExchange, send_sync
 
 MODEL = "reference-model"
 HEADERS = {"content-type": "application/json", "x-api-key": "sk-test", "anthropic-version": "2023-06-01"}
-DEADLINES = Deadlines(connect=5, first_content=2.5, total=5)
+DEADLINES = Deadlines(connect=5, first_content=2.0, total=5)
 
 # Engine faults probed here, and the router mode that lets them through: a translating router
 # re-encodes the Anthropic stream, so Anthropic-wire faults of the engine are only visible through
@@ -60,14 +60,17 @@ ENGINE_FAULTS_MODE = {
     "hang": "openai",
     "hang-with-pings": "openai",
 }
-# A fault row runs turn1, turn2 and turn1-nonstream, plus the probe its fault needs; the correct
-# stacks run every probe (so "nothing reported" covers all of them).
+# A fault row runs turn1 and turn2 (stream), plus the probe its fault needs; the correct stacks
+# run every probe (so "nothing reported" covers all of them).
 EXTRA_PROBES = {
+    "nonstream-stop-sequence-omitted": ("turn1-nonstream",),
+    "stop-sequence-missing": ("turn1-nonstream",),
+    "lossy-translation": ("turn1-nonstream",),
     "jailbreak-route-keeps-tools": ("injection",),
     "routing-unstable-across-wire-variants": ("turn1-quoted",),
     "count-tokens-missing": ("count_tokens",),
 }
-# Engine faults that cost a deadline per exchange: probed with two exchanges only.
+# Engine faults that cost a deadline per exchange: probed with one exchange only.
 SLOW_ENGINE_FAULTS = {"hang", "hang-with-pings"}
 # Router faults and the mode(s) they are shown in (lossy-translation in both: what is lost differs).
 ROUTER_FAULTS_MODE = {
@@ -231,8 +234,8 @@ def matrix(router_faults=None, engine_faults=None, *, workers: int = 5) -> list[
 
     def one(item) -> Row:
         side, fault, mode, rf, ef = item
-        only = None if side == "none" else ("turn1", "turn1-nonstream") if fault in SLOW_ENGINE_FAULTS else \
-            ("turn1", "turn2", "turn1-nonstream") + EXTRA_PROBES.get(fault, ())
+        only = None if side == "none" else ("turn1",) if fault in SLOW_ENGINE_FAULTS else \
+            ("turn1", "turn2") + EXTRA_PROBES.get(fault, ())
         return Row(side, fault, mode, run_stack(engine_faults=ef, router_faults=rf, upstream_api=mode, only=only))
 
     with ThreadPoolExecutor(max_workers=workers) as pool:

@@ -145,4 +145,4 @@ def test_responses_api_hop_litellm_default_path():
     assert T.MESSAGES in errors  # the mid-conversation system entry is gone
     assert T.STOPS in errors  # the Responses API has no stop sequences
     assert T.PAIRING not in errors and T.TOOLS not in errors
-    assert "thinking adaptive + output_config.effort xhigh -> reasoning_effort xhigh" in report.mappings
+    assert "thinking adaptive + output_config.effort xhigh -> reasoning.effort xhigh" in report.mappings
