@@ -76,8 +76,40 @@ def _last_user_text(body: dict) -> str:
     return ""
 
 
+def _tail_text(body: dict) -> str:
+    """The text of the client's last message (user text or tool result): it tells the turns of
+    one agent loop apart, since they all carry the same first user prompt."""
+    messages = body.get("messages") or []
+    if not messages or not isinstance(messages[-1], dict):
+        return ""
+    content = messages[-1].get("content")
+    if isinstance(content, str):
+        return content.strip()
+    parts = []
+    for b in content or []:
+        if isinstance(b, dict) and b.get("type") == "text":
+            parts.append(str(b.get("text", "")))
+        elif isinstance(b, dict) and b.get("type") == "tool_result":
+            inner = b.get("content")
+            parts.append(inner if isinstance(inner, str) else " ".join(
+                str(x.get("text", "")) for x in inner or [] if isinstance(x, dict)))
+    return max(parts, key=len).strip() if parts else ""
+
+
 def find_forwarded(entries: list[dict], client_request: dict, since: int | None = None) -> dict | None:
-    """The received entry that carries this client request (latest first)."""
+    """The received entry that carries this client request: the latest one holding the client's
+    last user-authored text, preferring one that also holds its last message (the same turn)."""
+    tail = _tail_text(client_request)
+    tail_probe = json.dumps(tail, ensure_ascii=False)[1:-1][:200] if tail else ""
+    fallback = None
+    for entry in _candidates(entries, client_request, since):
+        if not tail_probe or tail_probe in _entry_text(entry["body"]):
+            return entry
+        fallback = fallback or entry
+    return fallback
+
+
+def _candidates(entries: list[dict], client_request: dict, since: int | None):
     needle = _last_user_text(client_request).strip()
     probe = json.dumps(needle, ensure_ascii=False)[1:-1] if needle else ""
     for entry in reversed(entries):
@@ -91,8 +123,7 @@ def find_forwarded(entries: list[dict], client_request: dict, since: int | None 
         if not isinstance(entry.get("body"), dict):
             continue
         if not probe or probe[:200] in _entry_text(entry["body"]):
-            return entry
-    return None
+            yield entry
 
 
 def judge_api(path: str) -> str:

@@ -146,3 +146,17 @@ def test_responses_api_hop_litellm_default_path():
     assert T.STOPS in errors  # the Responses API has no stop sequences
     assert T.PAIRING not in errors and T.TOOLS not in errors
     assert "thinking adaptive + output_config.effort xhigh -> reasoning.effort xhigh" in report.mappings
+
+
+def test_find_forwarded_tells_the_turns_of_one_loop_apart():
+    from conformance.translation import find_forwarded, minimal_openai_request
+
+    turn1 = probe_requests("m")["turn1"]
+    turn2 = CLIENT
+    entries = [{"seq": 0, "method": "POST", "path": "/v1/chat/completions", "body": minimal_openai_request(turn1)},
+               {"seq": 1, "method": "POST", "path": "/v1/chat/completions", "body": minimal_openai_request(turn2)},
+               {"seq": 2, "method": "GET", "path": "/v1/models", "body": None}]
+    assert find_forwarded(entries, turn2)["seq"] == 1
+    later_turn1 = dict(entries[0], seq=3)
+    assert find_forwarded(entries + [later_turn1], turn2)["seq"] == 1  # the newer turn-1 request is not it
+    assert find_forwarded(entries, turn1, since=2) is None
