@@ -78,6 +78,8 @@ def build_matrix(reports: Path, stacks: list, versions: dict[str, str], runs: li
         r = runs_by.get(s.name, {})
         ex = r.get("exit_code")
         ex_text = "start failed" if r.get("start_error") else ("timeout" if ex == -1 else ("" if ex is None else str(ex)))
+        if r.get("gated") is False:
+            ex_text += " (not gated)"
         out.append(f"| {s.name} | {s.title} | {ex_text} | {r.get('seconds', '')} |")
     out += ["", "## Versions", "", "| component | version |", "|---|---|"]
     out += [f"| {k} | {v} |" for k, v in versions.items()]
