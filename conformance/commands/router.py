@@ -18,7 +18,7 @@ DESCRIPTION = (
 def add_arguments(parser) -> None:
     from conformance.router.faults import ROUTER_FAULTS
 
-    parser.add_argument("--upstream", required=True, help="base URL of the engine, e.g. http://127.0.0.1:8000")
+    parser.add_argument("--upstream", help="base URL of the engine, e.g. http://127.0.0.1:8000 (required to serve)")
     parser.add_argument("--upstream-api", choices=("openai", "anthropic"), default="openai",
                         help="openai: translate to /v1/chat/completions (default); anthropic: pass through to /v1/messages")
     parser.add_argument("--fault", action="append", default=[], metavar="NAME",
@@ -40,6 +40,10 @@ def run(args) -> int:
         for name, text in sorted(ROUTER_FAULTS.items()):
             print(f"{name}: {text}")
         return 0
+    if not args.upstream:
+        print("conformance router: --upstream URL is required (the engine the router forwards to, "
+              "e.g. --upstream http://127.0.0.1:8000)", file=sys.stderr)
+        return 2
     from conformance.router.launch import LISTENING, _start_site
     from conformance.router.server import RouterConfig, make_app
 
