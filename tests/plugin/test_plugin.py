@@ -113,3 +113,26 @@ def test_suite_collected_without_target_fails_clearly(pytester):
                                           f"--conformance-captures={SMALL}")
     assert result.ret == 1
     assert "needs a target" in result.stdout.str()
+
+
+def test_salt_puts_the_run_token_first_and_stays_green(pytester, suite):
+    import httpx
+
+    from conformance.engine.launch import serve_engine_in_thread
+    from conformance.plugin import SUITE_DIR
+
+    with serve_engine_in_thread() as url:
+        run = suite(pytester, url, str(SUITE_DIR / "test_replay.py") + "::test_replay", "--conformance-salt",
+                    captures=SMALL)
+        received = httpx.get(f"{url}/_conformance/received", timeout=10).json()["requests"]
+    assert run.outcome.ret == 0, run.outcome.stdout.str()[-2000:]
+    token = next(line for line in run.outcome.stdout.lines if "run token" in line).split("run token ")[1].split()[0]
+    bodies = [e["body"] for e in received if e["path"].startswith(("/v1/messages", "/v1/chat/completions"))
+              and isinstance(e.get("body"), dict) and isinstance(e["body"].get("messages"), list)]
+    assert bodies
+    for body in bodies:
+        if "system" in body:  # Anthropic: the first system block
+            first = body["system"][0]["text"] if isinstance(body["system"], list) else body["system"]
+        else:  # OpenAI: the first system message
+            first = next(m["content"] for m in body["messages"] if m.get("role") == "system")
+        assert first.startswith(f"[conformance-run {token}] "), first[:80]
