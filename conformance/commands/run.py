@@ -73,6 +73,11 @@ def run(args) -> int:
     except EngineStartError as exc:
         print(f"conformance run: the embedded reference engine did not start: {exc}", file=sys.stderr)
         return 2
+    from conformance import __version__
+
+    if not any(a.startswith("--conformance-engine-version") for a in pytest_args):
+        label = f"reference engine (conformance {__version__})" + "".join(f" --fault {f}" for f in args.fault)
+        pytest_args.append(f"--conformance-engine-version={label}")
     with engine:
         faults = f" with fault(s) {', '.join(args.fault)}" if args.fault else ""
         print(f"conformance run: no --target given; testing the embedded reference engine at {engine.url}{faults}",

@@ -46,6 +46,9 @@ def render(results: list[Result], meta: dict[str, str]) -> str:
     out = ["# Conformance summary", ""]
     for key, value in meta.items():
         out.append(f"- **{key}**: {value or '(unknown)'}")
+    answered = sorted({r.model for r in results if r.model})
+    if answered:
+        out.append(f"- **answered by**: {', '.join(answered)}")
     out.append("")
     total = sum(counts.values())
     out.append(f"{total} verdicts: " + ", ".join(f"{counts[o]} {o}" for o in _RANK if counts.get(o)))

@@ -181,6 +181,9 @@ class SuiteSession:
             ids: list[str] = []
             if status == 200 and isinstance(doc, dict) and isinstance(doc.get("data"), list):
                 ids = [m.get("id") for m in doc["data"] if isinstance(m, dict) and m.get("id")]
+                owners = [m.get("owned_by") for m in doc["data"] if isinstance(m, dict) and m.get("owned_by")]
+                if owners:  # vLLM says "vllm", llama.cpp "llamacpp": the engine's name, not its version
+                    self.versions.setdefault("engine", f"{owners[0]} (owned_by in /v1/models)")
             self._models = ids
         return self._models
 
@@ -220,7 +223,7 @@ class SuiteSession:
         if self.config.target and self._down is None:
             status, doc = self.get_json("/version")
             if status == 200 and isinstance(doc, dict) and doc.get("version"):
-                self.versions.setdefault("engine", f"vllm {doc['version']}" if "vllm" not in str(doc) else str(doc["version"]))
+                self.versions["engine"] = f"{doc['version']} (GET /version)"
             self.models()
         if self.config.engine_version:
             self.versions["engine"] = self.config.engine_version
