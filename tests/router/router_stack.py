@@ -34,7 +34,10 @@ from conformance.transport import Deadlines, RawExchange, send_sync
 
 MODEL = "reference-model"
 HEADERS = {"content-type": "application/json", "x-api-key": "sk-test", "anthropic-version": "2023-06-01"}
-DEADLINES = Deadlines(connect=5, first_content=2.0, total=5)
+# Generous for every row (the machine may be loaded: a slow correct answer must not read as a
+# hang); short only for the hang rows, whose exchanges are expected to hit them.
+DEADLINES = Deadlines(connect=10, first_content=30, total=60)
+HANG_DEADLINES = Deadlines(connect=5, first_content=2.0, total=5)
 
 # Engine faults probed here, and the router mode that lets them through: a translating router
 # re-encodes the Anthropic stream, so Anthropic-wire faults of the engine are only visible through
@@ -117,14 +120,15 @@ class Observation:
         return sorted({v.check_id for v in self.violations})
 
 
-def send(url: str, path: str, body: dict) -> RawExchange:
-    return send_sync("POST", url + path, headers=HEADERS, body=json.dumps(body).encode(), deadlines=DEADLINES,
+def send(url: str, path: str, body: dict, deadlines: Deadlines | None = None) -> RawExchange:
+    return send_sync("POST", url + path, headers=HEADERS, body=json.dumps(body).encode(), deadlines=deadlines or DEADLINES,
                      first_content=anthropic_wire.content_started)
 
 
 def observe(router: str, engine: str, *, injection: bool = True, translation: bool = True,
-            only: tuple[str, ...] | None = None) -> list[Observation]:
+            only: tuple[str, ...] | None = None, deadlines: Deadlines | None = None) -> list[Observation]:
     """Every probe through the router (or `only` those named), judged and attributed."""
+    deadlines = deadlines or DEADLINES
     out: list[Observation] = []
     probes = probe_requests(MODEL, injection=injection)
     answered: dict[str, str | None] = {}
@@ -132,27 +136,27 @@ def observe(router: str, engine: str, *, injection: bool = True, translation: bo
         if only is not None and name not in only:
             continue
         since = log_total(engine)
-        raw = send(router, "/v1/messages", body)
+        raw = send(router, "/v1/messages", body, deadlines)
         verdict = check_exchange(raw, body, api="anthropic", expect_model=MODEL)
         errors = [v for v in verdict.violations if v.is_error] + incremental(raw)
         answered[name] = verdict.answered_model
         obs = Observation(name, raw.status)
         if translation and raw.ok:
             hop, report = observe_hop(engine, body, verdict.message, since=since, route=raw.response_headers.get("x-router-route"),
-                                      injection_probe=(name == "injection"), deadlines=DEADLINES)
+                                      injection_probe=(name == "injection"), deadlines=deadlines)
             errors += report.errors
             obs.lost, obs.mappings = report.lost, report.mappings
         obs.violations = errors
         if errors:
             obs.attribution = attribute(body, errors, engine, expect_model=MODEL, since=since, extra_judge=incremental,
-                                        deadlines=DEADLINES)
+                                        deadlines=deadlines)
         out.append(obs)
     if only is None or "turn1-quoted" in only:
         # the quoted wire variant (opencode): the same model must answer
         quoted = json.loads(json.dumps(probes["turn1"]))
         quoted["messages"][0]["content"][0]["text"] = '"' + quoted["messages"][0]["content"][0]["text"] + '"'
         since = log_total(engine)
-        raw = send(router, "/v1/messages", quoted)
+        raw = send(router, "/v1/messages", quoted, deadlines)
         verdict = check_exchange(raw, quoted, api="anthropic", expect_model=MODEL)
         obs = Observation("turn1-quoted", raw.status, [v for v in verdict.violations if v.is_error])
         if verdict.answered_model != answered.get("turn1"):
@@ -160,24 +164,24 @@ def observe(router: str, engine: str, *, injection: bool = True, translation: bo
                                             expected=answered.get("turn1"), seen=verdict.answered_model))
         if obs.violations:
             def same_model_direct(raw_e: RawExchange, body_e: dict, api_e: str) -> list[Violation]:
-                bare = check_exchange(send(engine, "/v1/messages", probes["turn1"]), probes["turn1"], api="anthropic")
+                bare = check_exchange(send(engine, "/v1/messages", probes["turn1"], deadlines), probes["turn1"], api="anthropic")
                 mine = check_exchange(raw_e, body_e, api=api_e)
                 if mine.answered_model != bare.answered_model:
                     return [violation(S.VARIANTS_SAME_MODEL, "the engine answers the variants with different models",
                                       expected=bare.answered_model, seen=mine.answered_model)]
                 return []
             obs.attribution = attribute(quoted, obs.violations, engine, expect_model=MODEL, since=since,
-                                        extra_judge=same_model_direct, deadlines=DEADLINES)
+                                        extra_judge=same_model_direct, deadlines=deadlines)
         out.append(obs)
     if only is not None and "count_tokens" not in only:
         return out
     # count_tokens
     ct = {k: v for k, v in probes["turn1"].items() if k not in ("stream", "max_tokens")}
-    raw = send(router, "/v1/messages/count_tokens", ct)
+    raw = send(router, "/v1/messages/count_tokens", ct, deadlines)
     verdict = check_exchange(raw, ct, api="anthropic")
     obs = Observation("count_tokens", raw.status, [v for v in verdict.violations if v.is_error])
     if obs.violations:
-        obs.attribution = attribute(ct, obs.violations, engine, client_path="/v1/messages/count_tokens", deadlines=DEADLINES)
+        obs.attribution = attribute(ct, obs.violations, engine, client_path="/v1/messages/count_tokens", deadlines=deadlines)
     out.append(obs)
     return out
 
@@ -236,7 +240,9 @@ def matrix(router_faults=None, engine_faults=None, *, workers: int = 5) -> list[
         side, fault, mode, rf, ef = item
         only = None if side == "none" else ("turn1",) if fault in SLOW_ENGINE_FAULTS else \
             ("turn1", "turn2") + EXTRA_PROBES.get(fault, ())
-        return Row(side, fault, mode, run_stack(engine_faults=ef, router_faults=rf, upstream_api=mode, only=only))
+        deadlines = HANG_DEADLINES if fault in SLOW_ENGINE_FAULTS else DEADLINES
+        return Row(side, fault, mode, run_stack(engine_faults=ef, router_faults=rf, upstream_api=mode, only=only,
+                                                deadlines=deadlines))
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         return list(pool.map(one, plan))
