@@ -269,7 +269,8 @@ def check_exchange(
     # 5. model identity
     if message is not None:
         outcome, viol, note = identity.judge_model(
-            v.answered_model, request.get("model"), expect_model, turn=turn)
+            v.answered_model, request.get("model"), expect_model, turn=turn,
+            echoes_alias=identity.echoes_alias(raw.response_headers))
         if viol is not None:
             v.violations.append(viol)
         v.outcomes[identity.MODEL_MATCHES] = outcome

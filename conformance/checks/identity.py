@@ -8,6 +8,9 @@ Rules:
   sent while the user expects a different served model (LiteLLM does this) — an honest "cannot
   tell", never a pass; `unverifiable` too when the response names no model; `failed` otherwise
   (a router fell back silently, or a different tier answered).
+- Routers known to answer with the alias they were sent whatever served it (LiteLLM: recognised
+  by its `x-litellm-*` response headers) make a matching name `unverifiable` too: the echo
+  proves nothing about which model answered. `judge_model(..., echoes_alias=True)`.
 - `identity.model_stable` compares the answering model across the turns of one agent loop.
 """
 
@@ -48,14 +51,26 @@ def same_model(seen: str, expected: str) -> bool:
     return seen.rsplit("/", 1)[-1] == expected.rsplit("/", 1)[-1] and "/" in (seen + expected)
 
 
-def judge_model(seen: str | None, sent: str | None, expected: str | None, *, turn: int | None = None
-                ) -> tuple[str, Violation | None, str]:
+ECHOING_ROUTER_HEADERS = ("x-litellm-version", "x-litellm-model-id", "x-litellm-call-id", "x-litellm-model-group")
+
+
+def echoes_alias(response_headers: dict[str, str]) -> bool:
+    """Is the answer from a router known to echo the requested alias as the response model?"""
+    return any(h in response_headers for h in ECHOING_ROUTER_HEADERS)
+
+
+def judge_model(seen: str | None, sent: str | None, expected: str | None, *, turn: int | None = None,
+                echoes_alias: bool = False) -> tuple[str, Violation | None, str]:
     """(outcome, violation or None, note) for one exchange's answering model."""
     expected = expected or sent
     if not expected:
         return "unverifiable", None, "the request names no model"
     if not seen:
         return "unverifiable", None, "the response names no model, so which model answered cannot be verified"
+    if echoes_alias and sent and seen == sent:
+        return ("unverifiable", None,
+                f"the router answers with the alias it was sent ({sent!r}) whatever model served it; "
+                "which model answered cannot be verified from the response")
     if same_model(seen, expected):
         return "passed", None, f"answered by {seen}"
     if sent and seen == sent and expected != sent:

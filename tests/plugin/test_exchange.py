@@ -93,6 +93,9 @@ def test_model_identity_outcomes():
     # a router that only echoes the alias it was sent cannot prove which model answered
     outcome, viol, note = judge_model("claude-sonnet", "claude-sonnet", "qwen3-8b")
     assert outcome == "unverifiable" and viol is None and "echoes" in note
+    # LiteLLM answers with the alias it was sent whatever served it: a match proves nothing
+    assert judge_model("claude-sonnet", "claude-sonnet", None, echoes_alias=True)[0] == "unverifiable"
+    assert judge_model("other", "claude-sonnet", None, echoes_alias=True)[0] == "failed"
     outcome, viol, _ = judge_model("small-model", "big-model", None)
     assert outcome == "failed" and viol.check_id == "identity.model_matches"
 
