@@ -90,6 +90,15 @@ def require_api(ctx, api: str) -> None:
     if ctx.session.target_down() is not None:
         ctx.fail_target_down()
     if not ctx.session.serves(api):
+        other = "openai" if api == "anthropic" else "anthropic"
+        if ctx.session.config.api == "auto" and not ctx.session.serves(other):
+            # Serving neither API is no reason to skip everything (a vacuous pass): it is a failure.
+            from conformance.checks import suite as S
+
+            ctx.check(S.REQUEST_ACCEPTED, False,
+                      "the target serves neither POST /v1/messages nor POST /v1/chat/completions",
+                      expected="one of the two model APIs", seen="404/405/501 on both (probed with an empty body)")
+            ctx.finish("the target serves no model API at this URL")
         pytest.skip(f"the target does not serve the {api} API (--conformance-api {ctx.session.config.api}); "
                     f"pass --conformance-api {api} to test it anyway")
 
