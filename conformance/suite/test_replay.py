@@ -45,7 +45,14 @@ def _start(ctx, capture):
 
 def test_replay(capture, conformance_ctx):
     ctx = _start(conformance_ctx, capture)
-    replay(ctx, capture)
+    replayed = replay(ctx, capture)
+    models = [(turn, v.answered_model) for turn, (_, v) in enumerate(replayed, 1) if v.answered_model]
+    if len(models) > 1:  # the turns of one captured loop: the same model must answer each
+        first = models[0][1]
+        odd = [(t, m) for t, m in models if not identity.same_model(m, first)]
+        ctx.check(identity.MODEL_STABLE, not odd, "a different model answered a later turn of the same conversation",
+                  expected=f"{first} on every turn", seen=", ".join(f"turn {t}: {m}" for t, m in odd),
+                  turn=odd[0][0] if odd else None, pass_message=f"{first} on {len(models)} turns")
     failing = sorted({v.check_id for v in ctx.errors})
     ctx.finish(f"{capture.id}: {len(failing)} check(s) failed on the replayed requests: {', '.join(failing)}")
 
