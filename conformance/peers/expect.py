@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 REQUIRED = ("wrong", "evidence", "spec", "layer", "repro")
-LAYERS = ("router", "engine", "both", "stack")
+LAYERS = ("router", "engine", "both", "stack", "model")
 
 
 class ExpectationError(ValueError):
