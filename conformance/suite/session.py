@@ -60,7 +60,11 @@ class SuiteSession:
         self._writer: ResultsWriter | None = None
         self._models: list[str] | None = None
         self._apis: dict[str, bool] = {}
-        self.versions: dict[str, str] = {}
+        # What the user told (in every process, xdist workers included); detection adds to it.
+        from conformance import __version__
+
+        told = {"engine": config.engine_version, "router": config.router_version}
+        self.versions: dict[str, str] = {"suite": __version__, **{k: v for k, v in told.items() if v}}
         self._ssl = None
         self.cli_layer: dict[str, Any] = {}
         self.baseline = None
@@ -229,9 +233,6 @@ class SuiteSession:
             self.versions["engine"] = self.config.engine_version
         if self.config.router_version:
             self.versions["router"] = self.config.router_version
-        from conformance import __version__
-
-        self.versions["suite"] = __version__
         return self.versions
 
     def describe_target(self) -> str:

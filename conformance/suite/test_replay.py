@@ -89,6 +89,24 @@ def judge_incremental(events, api: str, elapsed: float) -> tuple[str, str]:
     return "passed", f"content spread over {spread * 1000:.1f} ms"
 
 
+CONFIRM_BUFFERED = 2
+
+
+def _resend(ctx, capture, turn: int):
+    """Send the turn-th captured request again and judge its delivery; None if it did not stream."""
+    from conformance.checks.exchange import check_exchange
+    from conformance.suite.cases import prepared_body
+
+    ex = capture.main_exchanges()[turn - 1]
+    body, data = prepared_body(ctx, ex)
+    sent = ctx.send(ex.request.api, ex.request.path, body or {}, captured_headers=ex.request.headers,
+                    query=ex.request.query, note=f"exchange {turn} again (confirming buffered delivery)", body=data)
+    verdict = check_exchange(sent.raw, sent.request, api=sent.api)
+    if not verdict.events or verdict.errors:
+        return None
+    return judge_incremental(verdict.events, sent.api, sent.raw.elapsed)
+
+
 def test_stream_incremental(capture, conformance_ctx):
     ctx = _start(conformance_ctx, capture)
     judged = 0
@@ -97,6 +115,16 @@ def test_stream_incremental(capture, conformance_ctx):
             continue
         judged += 1
         outcome, text = judge_incremental(verdict.events, sent.api, sent.raw.elapsed)
+        # Arrival times are when this process read the bytes: a client starved of CPU reads a
+        # well-paced stream in one go. A buffering router does it every time, so confirm twice.
+        for _ in range(CONFIRM_BUFFERED if outcome == "failed" else 0):
+            again = _resend(ctx, capture, turn)
+            if again is None:
+                break
+            outcome, text2 = again
+            if outcome != "failed":
+                text = f"{text2} (a first attempt arrived all at once: {text})"
+                break
         if outcome == "failed":
             ctx.check(S.STREAM_INCREMENTAL, False, "the stream was delivered all at once at the end",
                       expected="content events spread over the generation time", seen=text, turn=turn)
