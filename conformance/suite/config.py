@@ -73,18 +73,6 @@ class SuiteConfig:
             return self.model
         return captured
 
-    def summary(self) -> dict[str, str]:
-        return {
-            "target": self.target or "",
-            "api": self.api,
-            "model": self.model or "(captured)",
-            "client": self.client,
-            "captures": str(self.captures or "(bundled)"),
-            "deadlines": f"connect {self.deadline_connect:g}s, first content {self.deadline_first_content:g}s, "
-                         f"total {self.deadline_total:g}s",
-            "salt": "on" if self.salt else "off",
-        }
-
     @classmethod
     def resolve(cls, *layers: dict[str, Any]) -> SuiteConfig:
         """Later layers win; None values are 'not set'. Call as resolve(fixture, cli, marker)."""
@@ -98,10 +86,6 @@ class SuiteConfig:
                 if value is not None:
                     merged[key] = value
         return cls(**_coerce(merged))
-
-    def with_layers(self, *layers: dict[str, Any]) -> SuiteConfig:
-        base = {f.name: getattr(self, f.name) for f in fields(self)}
-        return SuiteConfig.resolve(base, *layers)
 
     def replace(self, **changes: Any) -> SuiteConfig:
         return dataclasses.replace(self, **changes)

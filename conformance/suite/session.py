@@ -19,11 +19,9 @@ import asyncio
 import json
 import re
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from conformance.results import Result, ResultsWriter
 from conformance.suite.client import headers_for, target_url
@@ -234,11 +232,3 @@ class SuiteSession:
         if self.config.router_version:
             self.versions["router"] = self.config.router_version
         return self.versions
-
-    def describe_target(self) -> str:
-        host = urlsplit(self.config.target or "").netloc
-        return host or (self.config.target or "(no target)")
-
-
-def now() -> float:
-    return time.time()
