@@ -34,6 +34,7 @@ def test_conformant_engine_passes_every_context_check_with_lengths_from_its_coun
     assert len(points) == len(FRACTIONS) * len(C.DEPTHS) and all(p.outcome == "hit" for p in points)
     for p in points:  # within ±2% of the intended fraction, never over the limit
         assert abs(p.counted - p.intended) <= 0.02 * p.intended, p.row()
+        assert abs(p.counted - p.fraction * 4096) <= 0.02 * p.fraction * 4096, p.row()
         assert p.counted < 4096
         assert p.usage_tokens == p.counted, "the count is of the exact request sent (usage agrees)"
     assert "refused with HTTP 400" in out["context.over_limit_refused"].message
