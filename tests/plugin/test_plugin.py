@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 SMALL = Path(__file__).resolve().parent / "small"
+QUIET = ("-o", "asyncio_default_fixture_loop_scope=function")  # pytester dirs have no ini file
 
 
 def _closed_port() -> int:
@@ -21,7 +22,7 @@ def _closed_port() -> int:
 
 def test_inert_without_a_target(pytester):
     pytester.makepyfile(test_mine="def test_ok():\n    assert 1 + 1 == 2\n")
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", *QUIET)
     result.assert_outcomes(passed=1)
     assert not (pytester.path / "reports").exists()
     assert "run token" not in result.stdout.str()  # no conformance section in the summary
@@ -83,7 +84,8 @@ def test_marker_over_everything(conformance_settings):
     assert conformance_settings.deadline_total == 3.0
 ''')
     result = pytester.runpytest_inprocess(f"--target=http://127.0.0.1:{_closed_port()}", "--conformance-model=from-cli",
-                                          "--conformance-deadline-connect=1", "test_order.py", "-p", "no:cacheprovider")
+                                          "--conformance-deadline-connect=1", "test_order.py", "-p", "no:cacheprovider",
+                                          *QUIET)
     result.assert_outcomes(passed=2)
 
 
