@@ -5,7 +5,7 @@ Rules:
   blocks with a parsed `input`, OpenAI `tool_calls` with `function.arguments` as a JSON string.
 - `tools.call_structured` fires only when the request offered tools and no structured call came
   while the answer's text looks like a call (`<tool_call>`, `[TOOL_CALLS]`, `<function=...>`,
-  `{"name": ..., "arguments": ...}`, function-call JSON): that is the signature of an engine
+  `{"name": TOOL, "arguments": ...}` and function-call JSON naming an offered tool): the signature of an engine
   running without its tool-call parser (vLLM needs `--enable-auto-tool-choice
   --tool-call-parser NAME`; opencode #1122).
 - `tools.arguments_schema` validates every call's arguments against that tool's `input_schema`
@@ -142,14 +142,24 @@ _TEXT_CALL_MARKERS = re.compile(
 _JSON_CALL = re.compile(
     r'\{\s*"(?:name|tool|tool_name)"\s*:\s*"(?P<name>[^"]{1,80})"\s*,\s*"(?:arguments|parameters|input|args)"\s*:'
     r'|\{\s*"(?:arguments|parameters|input)"\s*:\s*\{.{0,2000}?\}\s*,\s*"name"\s*:\s*"(?P<name2>[^"]{1,80})"'
-    r'|"function_call"\s*:\s*\{|"tool_calls"\s*:\s*\[|\{\s*"type"\s*:\s*"function"\s*,\s*"function"\s*:',
+    r'|"function"\s*:\s*\{\s*"name"\s*:\s*"(?P<name3>[^"]{1,80})"',
     re.DOTALL,
 )
 
 
-def looks_like_call(text: str) -> re.Match | None:
-    """The first place where `text` looks like a tool call written out as text."""
-    return _TEXT_CALL_MARKERS.search(text) or _JSON_CALL.search(text)
+def looks_like_call(text: str, offered: set[str] | None = None) -> re.Match | None:
+    """The first place where `text` looks like a tool call written out as text: a template's
+    tool-call marker, or call-shaped JSON naming an offered tool (JSON naming anything else is
+    more likely an answer about JSON than a lost call)."""
+    marker = _TEXT_CALL_MARKERS.search(text)
+    if marker:
+        return marker
+    wanted = {n.lower() for n in offered} if offered is not None else None
+    for m in _JSON_CALL.finditer(text):
+        name = (m.group("name") or m.group("name2") or m.group("name3") or "").lower()
+        if wanted is None or name in wanted:
+            return m
+    return None
 
 
 def check_call_structured(message: Any, request: dict | None, api: str, *, turn: int | None = None) -> list[Violation]:
@@ -157,7 +167,7 @@ def check_call_structured(message: Any, request: dict | None, api: str, *, turn:
     if not offered or tool_calls(message, api):
         return []
     text = message_text(message, api)
-    m = looks_like_call(text)
+    m = looks_like_call(text, set(offered))
     if m is None:
         return []
     start = max(0, m.start() - 40)

@@ -127,3 +127,11 @@ def test_salt_goes_first_and_quoted_wraps_the_prompt():
     oa = salted({"messages": [{"role": "user", "content": "hi"}]}, "openai", "t0")
     assert oa["messages"][0] == {"role": "system", "content": "[conformance-run t0]"}
     assert target_url("http://h:1/v1/", "/v1/messages", "beta=true") == "http://h:1/v1/messages?beta=true"
+
+
+def test_json_about_other_names_is_not_a_lost_call():
+    text = 'The API returns {"name": "get_weather", "arguments": "{}"} inside "tool_calls": [...].'
+    assert check_call_structured({"content": text, "tool_calls": []}, {"tools": OPENAI_TOOLS}, "openai") == []
+    text2 = '[{"type": "function", "function": {"name": "Write", "arguments": {}}}]'
+    msg = {"content": [{"type": "text", "text": text2}]}
+    assert check_call_structured(msg, {"tools": ANTHROPIC_TOOLS}, "anthropic")
