@@ -157,6 +157,7 @@ def quoted(body: dict) -> dict | None:
 
 
 def count_tokens_body(body: dict) -> dict:
-    """A /v1/messages/count_tokens body derived from a messages request (no max_tokens, stream...)."""
-    keep = ("model", "messages", "system", "tools", "tool_choice", "thinking")
+    """A /v1/messages/count_tokens body derived from a messages request, with the keys Claude Code
+    sends there (model, messages, tools: captured/claude-code/2.1.197/count-tokens.json)."""
+    keep = ("model", "messages", "tools")
     return {k: copy.deepcopy(body[k]) for k in keep if k in body}
