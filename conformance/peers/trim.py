@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -167,11 +169,16 @@ def trim_capture_file(src: Path, dst: Path) -> None:
 
 
 def write_trimmed(corpus: Path, out: Path, cases: tuple[str, ...] = REAL_ENGINE_CASES) -> Path:
-    """Write trimmed copies of `cases` (ids relative to the corpus, no .json) under `out`."""
+    """Write trimmed copies of `cases` (ids relative to the corpus, no .json) as the only files
+    under `out` (a stale file from an earlier case list would be replayed too)."""
+    tmp = out.with_name(f"{out.name}.tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
     for case in cases:
         src = corpus / f"{case}.json"
         if not src.exists():
             raise FileNotFoundError(f"capture {src} not found: the bundled corpus changed; update "
                                     "conformance/peers/trim.py REAL_ENGINE_CASES")
-        trim_capture_file(src, out / f"{case}.json")
+        trim_capture_file(src, tmp / f"{case}.json")
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
     return out
