@@ -105,7 +105,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     from conformance.suite import hooks
 
-    hooks.deselect_opt_in(config, items, SUITE_DIR, OPT_IN_MARKERS)
+    # The translation diff needs the engine behind the router: without its URL those tests are
+    # left out (deselected, not skipped), like the other opt-in areas.
+    needs_engine = () if config.getoption("conformance_engine_url", None) else ("translation",)
+    hooks.deselect_opt_in(config, items, SUITE_DIR, OPT_IN_MARKERS + needs_engine)
 
 
 @pytest.hookimpl(wrapper=True)

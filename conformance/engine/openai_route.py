@@ -243,6 +243,10 @@ async def chat(request: web.Request, state, body: dict):
     calls, extra_text = rendered_calls(reply, faults, seed)
     text = reply.text + extra_text
     fr = finish_reason(reply, faults)
+    # vLLM names the matched stop string (or stop token id) in a non-standard `stop_reason` on the
+    # choice (vllm/entrypoints/openai/protocol.py, ChatCompletionResponseChoice.stop_reason): a
+    # translating router needs it to answer Anthropic's stop_reason stop_sequence + the string.
+    matched_stop = reply.stop_sequence if reply.stop_reason == "stop_sequence" else None
     not_string = "tool-args-not-string" in faults
     if not conv.stream:
         msg = {"role": "assistant", "content": text if (text or not calls) else None, "refusal": None,
@@ -252,7 +256,8 @@ async def chat(request: web.Request, state, body: dict):
         if reply.thinking is not None:
             msg["reasoning_content"] = reply.thinking
         out = {"id": cid, "object": "chat.completion", "created": created, "model": model,
-               "choices": [{"index": 0, "message": msg, "logprobs": None, "finish_reason": fr}],
+               "choices": [{"index": 0, "message": msg, "logprobs": None, "finish_reason": fr,
+                            "stop_reason": matched_stop}],
                "usage": _usage(prompt, reply.output_tokens, faults)}
         return web.json_response(out)
     include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -261,7 +266,8 @@ async def chat(request: web.Request, state, body: dict):
 
     async def chunk(delta, finish=None):
         c = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
-             "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+             "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish,
+                          "stop_reason": matched_stop if finish else None}]}
         if include_usage:
             c["usage"] = None
         await w.event(None, c)

@@ -161,6 +161,12 @@ class CheckContext:
         folder = ""
         title = title or f"{self.item.name}: {len(errors)} violation(s)"
         reproduce = self.reproduce()
+        if errors and self.settings.engine_url:
+            # Router or engine? Replay the failing exchanges against the engine behind the router;
+            # the verdict goes into the failure text, the records (`layer`) and the failure folder.
+            from conformance.attribution import attribute_context
+
+            attribute_context(self)
         if errors:
             from conformance.report.artifacts import write_failure_folder
 

@@ -25,7 +25,9 @@ PROBES = ("turn1", "turn2", "turn1-nonstream", "injection")
 def pytest_generate_tests(metafunc):
     if "translation_case" not in metafunc.fixturenames:
         return
-    params, ids = [(p, None) for p in PROBES], list(PROBES)
+    # The injection probe only exists for routers that claim an injection route (opt-in option).
+    probes = [p for p in PROBES if p != "injection" or metafunc.config.getoption("conformance_injection_route", None)]
+    params, ids = [(p, None) for p in probes], list(probes)
     caps, _ = cases.all_cases(metafunc.config) if metafunc.config.getoption("conformance_target", None) else ([], "")
     for c in caps:
         if cases.capture_api(c) == "anthropic":
@@ -35,7 +37,6 @@ def pytest_generate_tests(metafunc):
 
 
 def test_translation(translation_case, conformance_ctx):
-    from conformance.attribution import attribute_context
     from conformance.translation import log_total, observe_hop, probe_requests
 
     ctx = conformance_ctx
@@ -76,5 +77,4 @@ def test_translation(translation_case, conformance_ctx):
             why = report.note if hop is None else ("nothing to compare in this exchange" if outcome == "skipped" else "")
             ctx.outcome(cid, outcome, violations=report.by_check.get(cid, []), message=why, details=details)
         ctx.extra["translation"] = report.format()
-    attribute_context(ctx, engine_url)
     ctx.finish(f"translation {kind}" + (f" {capture.id}" if capture is not None else ""))
