@@ -2,7 +2,7 @@
 
 Needs the real CLIs: `npm install --prefix DIR @anthropic-ai/claude-code@2.1.197 opencode-ai@1.18.33`
 and CONFORMANCE_CLIENTS_DIR=DIR (default: .clients at the repository top). Marked `slow` and `live`;
-it skips, saying what to install, when the clients are absent (CI installs them).
+it fails, saying what to install, when the clients are absent (CI installs them).
 """
 
 from __future__ import annotations
@@ -19,15 +19,18 @@ from conformance.data import captured_dir
 CLIENTS = Path(os.environ.get("CONFORMANCE_CLIENTS_DIR", Path(__file__).resolve().parents[2] / ".clients"))
 INSTALLED = all((CLIENTS / BINARIES[c][1]).exists() for c in PINS)
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.live,
-    pytest.mark.skipif(not INSTALLED, reason=(
-        f"real clients not installed in {CLIENTS}: npm install --prefix {CLIENTS} "
-        + " ".join(f"{pkg}@{PINS[c]}" for c, pkg in {"claude-code": "@anthropic-ai/claude-code",
-                                                     "opencode": "opencode-ai"}.items())
-        + " (or set CONFORMANCE_CLIENTS_DIR)")),
-]
+pytestmark = [pytest.mark.slow, pytest.mark.live]
+
+
+@pytest.fixture(autouse=True)
+def _clients_installed():
+    # Live tests are opt-in (-m live): once asked for, missing clients are a failure, not a skip.
+    if not INSTALLED:
+        pytest.fail(
+            f"real clients not installed in {CLIENTS}: npm install --prefix {CLIENTS} "
+            + " ".join(f"{pkg}@{PINS[c]}" for c, pkg in {"claude-code": "@anthropic-ai/claude-code",
+                                                         "opencode": "opencode-ai"}.items())
+            + " (or set CONFORMANCE_CLIENTS_DIR)", pytrace=False)
 
 
 def test_recapture_with_the_same_client_versions_diffs_empty(tmp_path):
