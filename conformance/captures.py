@@ -175,7 +175,7 @@ def capture_from_json(d: Any, *, source: str = "<memory>") -> Capture:
         )
     try:
         exchanges = []
-        for i, ed in enumerate(d["exchanges"]):
+        for ed in d["exchanges"]:
             rq = ed["request"]
             req = CapturedRequest(
                 method=rq["method"],

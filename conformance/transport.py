@@ -113,7 +113,7 @@ async def send(
     watcher = asyncio.ensure_future(watch_first_content(task))
     try:
         await asyncio.wait_for(asyncio.shield(task), timeout=deadlines.total)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         task.cancel()
         if ex.error_kind is None:
             ex.error_kind = "deadline_total"
