@@ -38,6 +38,7 @@ from conformance.peers.stacks import STACKS, Stack, by_name
 from conformance.peers.trim import write_trimmed
 
 FIXTURES = C.REPO / "fixtures" / "peers"
+PEER_MARKERS = "not load and not context and not live"
 REAL_LOOP_SCENARIO = "write-static"  # fixtures/scenarios/write-static.json: tool_choice_required
 # Real-model stacks run the replays, the stop-sequence, count_tokens and protocol tests and one
 # loop; the wire-variant and incrementality tests (router concerns, one more generation each) are
@@ -72,6 +73,10 @@ def suite_command(stack: Stack, target: str, *, model: str, api_key: str, engine
            f"--junitxml={reports / (stack.name + '.xml')}", "-o", f"junit_suite_name=peers-{stack.name}",
            f"--conformance-router-version={router_version(stack, versions)}",
            f"--conformance-engine-version={engine_version(stack, versions)}"]
+    # The probes (load ramps, context edges, reasoning caps) and the live-client tests are out of
+    # the peer run's scope and budget; pinned here so a change of the suite's default selection
+    # cannot change which tests a fixture is compared with.
+    cmd += ["-m", PEER_MARKERS]
     if engine_url:
         cmd.append(f"--conformance-engine-url={engine_url}")
     if captures is not None:
