@@ -251,7 +251,9 @@ class StreamMachine:
             self.model = data["model"]
         if isinstance(data.get("usage"), dict):
             self.usage = data["usage"]
-        for ci, choice in enumerate(data.get("choices") or []):
+        choices = data.get("choices")
+        # a non-list `choices` is already reported by the chunk schema; nothing to accumulate
+        for ci, choice in enumerate(choices if isinstance(choices, list) else []):
             if isinstance(choice, dict):
                 self._choice(choice, ci, ev, kind)
 
