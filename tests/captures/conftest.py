@@ -65,11 +65,13 @@ class SlowUpstream:
                     if i:
                         await asyncio.sleep(self.gap)
                     await resp.write(c)
+                # stamped before write_eof: the client cannot see the end of the stream before it,
+                # so a test reading finished_at right after its last byte never races the handler
+                self.finished_at.append(time.monotonic())
                 await resp.write_eof()
             except (ConnectionResetError, asyncio.CancelledError):
                 self.disconnected.set()
                 raise
-            self.finished_at.append(time.monotonic())
             return resp
 
         app = web.Application()
