@@ -152,3 +152,20 @@ class ConformanceFailure(AssertionError):
 
 def errors(violations: list[Violation]) -> list[Violation]:
     return [v for v in violations if v.is_error]
+
+
+class HasViolations:
+    """Mixin for every report that holds `violations` (stream report, exchange verdict, loop and
+    live reports): the error subset and the verdict are derived one way, never stored."""
+
+    violations: list[Violation]
+
+    @property
+    def errors(self) -> list[Violation]:
+        return errors(self.violations)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    passed = ok

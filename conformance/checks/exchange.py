@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 from conformance.checks import identity, tools
 from conformance.checks import suite as S
 from conformance.checks.registry import violation
-from conformance.failures import Violation
+from conformance.failures import HasViolations, Violation
 from conformance.transport import RawExchange
 
 _DEADLINE_CHECK = {
@@ -40,7 +40,7 @@ _DEADLINE_CHECK = {
 
 
 @dataclass
-class ExchangeVerdict:
+class ExchangeVerdict(HasViolations):
     violations: list[Violation]
     message: dict[str, Any] | None
     api: str
@@ -50,14 +50,6 @@ class ExchangeVerdict:
     events: list = field(default_factory=list)  # SSE events (stream) with arrival times
     status: int | None = None
     error_text: str | None = None  # the target's error message on a non-2xx answer
-
-    @property
-    def errors(self) -> list[Violation]:
-        return [v for v in self.violations if v.is_error]
-
-    @property
-    def ok(self) -> bool:
-        return not self.errors
 
     @property
     def failed_checks(self) -> list[str]:

@@ -35,7 +35,7 @@ from typing import Any
 import conformance.checks.loop  # noqa: F401  (registers loop.*)
 from conformance.captures import Capture, save_capture
 from conformance.checks.registry import violation
-from conformance.failures import ConformanceFailure, Violation
+from conformance.failures import ConformanceFailure, HasViolations, Violation
 from conformance.loop.sandbox import Sandbox
 from conformance.loop.scenarios import Scenario, check_completion
 from conformance.transport import RawExchange
@@ -82,7 +82,7 @@ def client_version(binary: Path, timeout: float = 30) -> str:
 
 
 @dataclass
-class LiveReport:
+class LiveReport(HasViolations):
     client: str
     version: str
     scenario: str
@@ -99,14 +99,6 @@ class LiveReport:
     violations: list[Violation] = field(default_factory=list)
     capture: Capture | None = None
     details: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def errors(self) -> list[Violation]:
-        return [v for v in self.violations if v.is_error]
-
-    @property
-    def passed(self) -> bool:
-        return not self.errors
 
     @property
     def check_ids(self) -> list[str]:

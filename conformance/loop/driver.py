@@ -55,7 +55,7 @@ from conformance.captures import (
 )
 from conformance.checks.registry import violation
 from conformance.data import captured_dir
-from conformance.failures import ConformanceFailure, Violation
+from conformance.failures import ConformanceFailure, HasViolations, Violation
 from conformance.loop.sandbox import Sandbox, ToolOutcome
 from conformance.loop.scenarios import Scenario, check_completion
 from conformance.loop.tools import CLIENT_FOR_API, offered_tool_names
@@ -311,7 +311,7 @@ class TurnRecord:
 
 
 @dataclass
-class LoopReport:
+class LoopReport(HasViolations):
     scenario: str
     api: str
     client: str
@@ -324,14 +324,6 @@ class LoopReport:
     violations: list[Violation] = field(default_factory=list)
     ended: str = ""  # final | turn_limit | exchange | driver
     elapsed: float = 0.0
-
-    @property
-    def errors(self) -> list[Violation]:
-        return [v for v in self.violations if v.is_error]
-
-    @property
-    def passed(self) -> bool:
-        return not self.errors
 
     @property
     def check_ids(self) -> list[str]:

@@ -21,25 +21,17 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from conformance.failures import Violation
+from conformance.failures import HasViolations, Violation
 from conformance.sse import SSEEvent
 
 
 @dataclass
-class StreamReport:
+class StreamReport(HasViolations):
     events: list[SSEEvent]  # every dispatched SSE event, in order
     violations: list[Violation]  # errors, warnings and notes, in the order found
     message: dict[str, Any] | None  # the accumulated final message (None if nothing started)
     complete: bool  # the stream reached its normal end (message_stop / [DONE])
     payloads: list[Any] = field(default_factory=list)  # parsed JSON data per event (None if unparsable)
-
-    @property
-    def errors(self) -> list[Violation]:
-        return [v for v in self.violations if v.is_error]
-
-    @property
-    def ok(self) -> bool:
-        return not self.errors
 
     @property
     def check_ids(self) -> list[str]:
