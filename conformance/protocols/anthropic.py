@@ -164,14 +164,16 @@ BLOCK_DELTAS: dict[str, frozenset[str]] = {
     "thinking": frozenset({"thinking_delta", "signature_delta"}),
     "redacted_thinking": frozenset(),
 }
-KNOWN_DELTAS = frozenset().union(*BLOCK_DELTAS.values())
+# tuples, not sets: membership of an unhashable payload value (a list where a string belongs) must
+# answer False, not raise
+KNOWN_DELTAS = tuple(sorted(frozenset().union(*BLOCK_DELTAS.values())))
 WHOLE_BLOCK_SUFFIX = "_tool_result"  # server tool results (web_search_tool_result, ...) arrive whole
 TOOL_BLOCKS = ("tool_use", "server_tool_use", "mcp_tool_use")
 
 STOP_REASONS = ("end_turn", "max_tokens", "stop_sequence", "tool_use", "pause_turn", "refusal",
                 "model_context_window_exceeded")
 # A turn cut short may end with a tool_use block without stop_reason tool_use.
-CUT_STOP_REASONS = frozenset({"max_tokens", "pause_turn", "refusal", "model_context_window_exceeded"})
+CUT_STOP_REASONS = ("max_tokens", "pause_turn", "refusal", "model_context_window_exceeded")
 
 # HTTP status <-> error type (WIRE.md, Anthropic "errors" docs).
 ERROR_STATUS: dict[str, int] = {
@@ -310,7 +312,7 @@ class StreamMachine:
         block = data.get("content_block")
         block = copy.deepcopy(block) if isinstance(block, dict) else {"type": "unknown"}
         btype = block.get("type")
-        if btype not in BLOCK_DELTAS and not (isinstance(btype, str) and btype.endswith(WHOLE_BLOCK_SUFFIX)):
+        if not isinstance(btype, str) or (btype not in BLOCK_DELTAS and not btype.endswith(WHOLE_BLOCK_SUFFIX)):
             self._v(_C + "unknown_block_type", f"unknown content block type {btype!r} (tolerated)", ev,
                     "content_block_start", seen=btype, pointer="/content_block/type")
         if btype in TOOL_BLOCKS:
@@ -343,7 +345,7 @@ class StreamMachine:
         if block is None or not isinstance(delta, dict):
             return
         dtype, btype = delta.get("type"), block.get("type")
-        allowed = BLOCK_DELTAS.get(btype)
+        allowed = BLOCK_DELTAS.get(btype) if isinstance(btype, str) else None
         if allowed is None and isinstance(btype, str) and btype.endswith(WHOLE_BLOCK_SUFFIX):
             allowed = frozenset()
         if dtype not in KNOWN_DELTAS:
