@@ -13,6 +13,7 @@ Rules:
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from pathlib import Path
 
@@ -92,8 +93,12 @@ def sessionstart(pytest_session: pytest.Session, session: SuiteSession) -> None:
 
 
 def deselect_opt_in(config: pytest.Config, items: list, suite_dir: Path, markers: tuple[str, ...]) -> None:
-    """Without -m, leave out opt-in markers (live, load, context) of the bundled suite."""
-    if config.getoption("markexpr", ""):
+    """Leave out the opt-in markers (live, load, context, ...) of the bundled suite unless the -m
+    expression names them. Only naming counts: an unrelated -m (a project's own addopts such as
+    `-m 'not slow'`, or `-m 'not loop'`) must not switch the opt-in areas on."""
+    named = set(re.findall(r"[A-Za-z_][\w-]*", config.getoption("markexpr", "") or ""))
+    markers = tuple(m for m in markers if m not in named)
+    if not markers:
         return
     keep, drop = [], []
     for item in items:

@@ -138,3 +138,28 @@ def test_salt_puts_the_run_token_first_and_stays_green(pytester, suite):
         else:  # OpenAI: the first system message
             first = next(m["content"] for m in body["messages"] if m.get("role") == "system")
         assert first.startswith(f"[conformance-run {token}] "), first[:80]
+
+
+def test_an_unrelated_marker_expression_does_not_switch_opt_in_areas_on():
+    # a project's own addopts (`-m 'not slow'`) once disabled the opt-in deselection: load,
+    # context and translation tests then ran (or skipped) in a plain `conformance run`
+    import types
+
+    from conformance.suite.hooks import deselect_opt_in
+
+    class Item:
+        def __init__(self, marker, path):
+            self.marker, self.path = marker, path
+
+        def get_closest_marker(self, name):
+            return name if name == self.marker else None
+
+    suite = Path(__file__).resolve().parents[2] / "conformance" / "suite"
+    for expr, kept in (("not slow and not live", {"loop"}), ("", {"loop"}), ("load or loop", {"load", "loop"})):
+        items = [Item(m, suite / "test_x.py") for m in ("loop", "load", "context", "translation")]
+        deselected: list = []
+        config = types.SimpleNamespace(getoption=lambda name, default=None, e=expr: e,
+                                       hook=types.SimpleNamespace(pytest_deselected=lambda items, d=deselected: d.extend(items)))
+        deselect_opt_in(config, items, suite, ("live", "load", "context", "translation"))
+        assert {i.marker for i in items} == kept, expr
+        assert {i.marker for i in deselected} == {"loop", "load", "context", "translation"} - kept, expr
