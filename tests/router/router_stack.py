@@ -97,9 +97,11 @@ def incremental(raw: RawExchange, body: dict | None = None, api: str = "anthropi
     if events < 4:
         return []
     first, last = raw.chunks[0][0], raw.chunks[-1][0]
-    # The reference engine paces its events (~2 ms apart), so a real stream of 4+ events spreads
-    # over more than 5 ms; a buffered one arrives in one write.
-    if len(raw.chunks) == 1 or (last - first) < 0.005:
+    # The reference engine paces its events over the whole generation, so a real stream spreads
+    # over most of the exchange; a buffered one (held back, then released) arrives in its last
+    # moments however the router re-writes it. Relative, not absolute: a loaded machine stretches
+    # the release of a buffered stream past any fixed number of milliseconds.
+    if len(raw.chunks) == 1 or (last - first) < 0.2 * last:
         return [violation(S.STREAM_INCREMENTAL, f"all {events} events arrived in {len(raw.chunks)} chunk(s) within "
                           f"{last - first:.3f}s at the end of a {last:.3f}s exchange", expected="content spread over the exchange",
                           seen=f"first chunk at {first:.3f}s, last at {last:.3f}s")]
@@ -137,8 +139,18 @@ def observe(router: str, engine: str, *, injection: bool = True, translation: bo
             continue
         since = log_total(engine)
         raw = send(router, "/v1/messages", body, deadlines)
+        late = incremental(raw)
+        for _ in range(2):
+            # As the suite does: a CPU-starved client can read a paced stream in one go, so a
+            # "buffered" verdict is re-checked; a buffering router buffers every time. The last
+            # exchange is the one judged, translated and attributed.
+            if not late:
+                break
+            since = log_total(engine)
+            raw = send(router, "/v1/messages", body, deadlines)
+            late = incremental(raw)
         verdict = check_exchange(raw, body, api="anthropic", expect_model=MODEL)
-        errors = [v for v in verdict.violations if v.is_error] + incremental(raw)
+        errors = [v for v in verdict.violations if v.is_error] + late
         answered[name] = verdict.answered_model
         obs = Observation(name, raw.status)
         if translation and raw.ok:
