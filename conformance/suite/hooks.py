@@ -78,15 +78,15 @@ def sessionstart(pytest_session: pytest.Session, session: SuiteSession) -> None:
     xml = pytest_session.config.stash.get(xml_key, None)
     if xml is None:
         return
-    cfg = session.config
+    facts = run_facts(session)
     props = {
-        "target": cfg.target or "",
-        "api": cfg.api,
-        "model": cfg.model or "(captured)",
-        "engine_version": session.versions.get("engine", ""),
-        "router_version": session.versions.get("router", ""),
-        "suite_version": session.versions.get("suite", ""),
-        "run_token": cfg.run_token,
+        "target": facts["target"],
+        "api": facts["api"],
+        "model": facts["model"],
+        "engine_version": facts["engine"],
+        "router_version": facts["router"],
+        "suite_version": facts["suite"],
+        "run_token": session.config.run_token,
     }
     for name, value in props.items():
         xml.add_global_property(name, value)
@@ -170,6 +170,19 @@ def apply_baseline(item, call, report, session: SuiteSession) -> None:
             f"(--conformance-baseline-write FILE) and keep the reasons")
 
 
+def run_facts(session: SuiteSession) -> dict[str, str]:
+    """What was tested, once for every report (JUnit testsuite properties, summary.md)."""
+    cfg = session.config
+    return {
+        "target": cfg.target or "",
+        "api": cfg.api,
+        "model": cfg.model or "(captured)",
+        "engine": session.versions.get("engine", ""),
+        "router": session.versions.get("router", ""),
+        "suite": session.versions.get("suite", ""),
+    }
+
+
 # ----------------------------------------------------------------------------- end of session
 def finish(pytest_session: pytest.Session, session: SuiteSession) -> None:
     config = pytest_session.config
@@ -178,15 +191,7 @@ def finish(pytest_session: pytest.Session, session: SuiteSession) -> None:
     from conformance.report.summary import write_summary
 
     cfg = session.config
-    meta = {
-        "target": cfg.target or "",
-        "api": cfg.api,
-        "model": cfg.model or "(captured)",
-        "engine": session.versions.get("engine", ""),
-        "router": session.versions.get("router", ""),
-        "suite": session.versions.get("suite", ""),
-        "salt": "on" if cfg.salt else "off",
-    }
+    meta = {**run_facts(session), "salt": "on" if cfg.salt else "off"}
     session.summary_path = write_summary(session.report_dir, meta)
     if cfg.baseline_write is not None:
         from conformance.report.baseline import write
