@@ -91,6 +91,19 @@ def symptom(check_id: str) -> str:
     return check_id
 
 
+def violation_symptom(v: Violation) -> str:
+    """The symptom of one violation. A refused invalid request has two different wrong answers
+    under one check id: accepting it (2xx) and crashing on it (5xx); a router that crashes in
+    front of an engine that accepts is two failures, not one."""
+    if v.check_id == "suite.error.envelope":
+        seen = str(v.seen or "")
+        if seen.startswith("HTTP 2"):
+            return "invalid-request-accepted"
+        if seen.startswith("HTTP 5"):
+            return "invalid-request-crashed"
+    return symptom(v.check_id)
+
+
 @dataclass
 class Attribution:
     layer: str
@@ -164,8 +177,8 @@ def decide(target: list[Violation], engine: list[Violation], *, engine_answered:
     """The layer from the two sides' error symptoms. `cross_dialect`: the engine was judged on
     another wire than the target (a translating router): the target's wire-shape symptoms that
     come with a shared failure are the router relaying the engine's bad output, not a second bug."""
-    t = {symptom(v.check_id) for v in target if v.is_error}
-    e = {symptom(v.check_id) for v in engine if v.is_error}
+    t = {violation_symptom(v) for v in target if v.is_error}
+    e = {violation_symptom(v) for v in engine if v.is_error}
     if cross_dialect and t & e:
         t = {x for x in t if x not in WIRE_CONSEQUENCES} | (t & e)
     if not t:
@@ -214,6 +227,7 @@ def attribute(
     api_key: str = "sk-conformance",
     turn: int | None = None,
     client_path: str = "/v1/messages",
+    judge: Judge | None = None,
 ) -> Attribution:
     """Replay `request` against the engine and say which layer broke (see the module rules).
 
@@ -224,7 +238,10 @@ def attribute(
     (count_tokens) is replayed on the same engine path as it was. `extra_judge(raw, body, api)` adds violations for checks that live
     outside check_exchange (it is applied to the engine replay; the caller already applied it to
     the target). `engine_model`: the model name to ask the engine for when the replay is built
-    from the client request (a router usually maps the client's model name).
+    from the client request (a router usually maps the client's model name). `judge(raw, body,
+    api)`: judges the engine's answer instead of check_exchange, for an exchange that is not
+    meant to succeed (a deliberately invalid request: `checks.error_answer`); the target's
+    violations must then come from the same judge.
     """
     from conformance.checks.exchange import check_exchange
     from conformance.translation import (
@@ -269,6 +286,11 @@ def attribute(
     att.engine_excerpt = raw.body()[:600].decode("utf-8", "replace")
     if raw.error_kind == "connect":
         att.explanation = f"the engine at {engine_url} could not be reached: {raw.error}"
+        return att
+    if judge is not None:  # an expected refusal: both sides judged by the same rule, nothing more
+        att.engine_violations = list(judge(raw, body, replay_api))
+        att.layer, att.explanation = decide(target, att.engine_violations, engine_answered=raw.status is not None,
+                                            cross_dialect=replay_api != api)
         return att
     # The forwarded body names the engine's model; the client's expectation is about the target.
     verdict = check_exchange(raw, body, api=replay_api, expect_model=None if att.replayed == "forwarded" else expect_model, turn=turn)
@@ -320,6 +342,7 @@ def attribute_context(ctx, engine_url: str | None = None) -> list[Attribution]:
     """
     from urllib.parse import urlsplit
 
+    from conformance.checks.error_answer import check_error_answer
     from conformance.checks.exchange import check_exchange
 
     engine_url = engine_url or getattr(ctx.settings, "engine_url", None)
@@ -328,6 +351,16 @@ def attribute_context(ctx, engine_url: str | None = None) -> list[Attribution]:
     out: list[Attribution] = []
     for sent in ctx.exchanges:
         expect = ctx.settings.served_model((sent.request or {}).get("model"))
+        if getattr(sent, "expect_error", False) and sent.raw.status is not None:
+            # A deliberately invalid request: a refusal is right, so both sides are judged by the
+            # error-answer rule (a 400 from the engine is a pass there, not "request refused").
+            wrong = check_error_answer(sent.raw, sent.api)
+            if not any(v.is_error for v in wrong):
+                continue
+            out.append(attribute(sent.request, wrong, engine_url, api=sent.api, expect_model=expect,
+                                 client_path=urlsplit(sent.raw.url).path, deadlines=ctx.settings.deadlines,
+                                 judge=lambda raw, body, api: check_error_answer(raw, api)))
+            continue
         verdict = check_exchange(sent.raw, sent.request, api=sent.api, expect_model=expect)
         if verdict.ok:
             continue

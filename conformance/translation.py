@@ -176,6 +176,8 @@ def minimal_openai_request(body: dict) -> dict:
             return content
         return "\n".join(b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text")
 
+    if not isinstance(body.get("messages"), list):  # an invalid request stays invalid, unchanged
+        return {k: body[k] for k in ("model", "messages", "max_tokens", "stream") if k in body}
     messages: list[dict] = []
     if body.get("system"):
         messages.append({"role": "system", "content": text(body["system"])})

@@ -76,12 +76,12 @@ class CheckContext:
 
     # ------------------------------------------------------------------ sending and judging
     def send(self, api: str, path: str, request: dict | bytes, *, captured_headers: dict | None = None,
-             query: str = "", note: str = "", body: bytes | None = None) -> Sent:
+             query: str = "", note: str = "", body: bytes | None = None, expect_error: bool = False) -> Sent:
         """Send `request` (dict re-serialised as the clients do, or `body` bytes verbatim)."""
         data = body if body is not None else (request if isinstance(request, bytes) else serialize(request))
         raw = self.session.send(api, path, data, captured_headers=captured_headers, query=query,
                                 deadlines=self.settings.deadlines, label=f"{self.key} {note}".strip())
-        sent = Sent(api, path, request if isinstance(request, dict) else {}, raw, note)
+        sent = Sent(api, path, request if isinstance(request, dict) else {}, raw, note, expect_error)
         self.exchanges.append(sent)
         return sent
 

@@ -43,6 +43,7 @@ class Sent:
     request: dict[str, Any]
     raw: RawExchange
     note: str = ""
+    expect_error: bool = False  # a deliberately invalid request: judged by checks.error_answer
 
 
 def safe_component(text: str) -> str:
