@@ -13,6 +13,9 @@ Rules:
   `suite.request.accepted` with the target's error text and the request field it names;
   count_tokens → `suite.count_tokens.available`); then the wire grammar (stream or not, decided
   by the request's `stream`), tools and model identity on the accumulated message.
+- A tool call cut by the output cap (the last call of a turn whose stop reason is a cut one) is
+  `tools.call_cut`, a warning; `tools.arguments_schema` stays passed when the cut was the only
+  problem.
 - The stream grammar itself is the wire core's (`check_stream` / `check_response`); this module
   adds only suite-level rules on top.
 """
@@ -221,11 +224,13 @@ def check_exchange(
     if stream and not is_sse:
         fail(S.STREAM_CONTENT_TYPE, "a stream:true request was answered without an event stream",
              expected="content-type: text/event-stream", seen=f"content-type: {raw.content_type or '(none)'}")
+    unparsed_input: dict[str, str] = {}
     if stream and is_sse:
         report = proto.check_stream(raw.chunks, request=request)
         grammar = [x.at(turn=turn) for x in report.violations]
         v.message = report.message
         v.events = list(report.events)
+        unparsed_input = report.unparsed_tool_input
         summary_id = S.STREAM_WELLFORMED
     else:
         message, grammar = proto.check_response(raw.body(), request=request)
@@ -247,12 +252,14 @@ def check_exchange(
         for x in structured:
             v.violations.append(x)
         v.outcomes[tools.CALL_STRUCTURED] = "failed" if structured else "passed"
-    calls = tools.tool_calls(message, api)
+    calls = tools.tool_calls(message, api, unparsed_input)
     if calls:
-        arg_violations, notes = tools.check_arguments(message, request, api, turn=turn)
+        arg_violations, notes = tools.check_arguments(message, request, api, turn=turn,
+                                                      unparsed_input=unparsed_input)
         v.violations.extend(arg_violations)
         ids = {x.check_id for x in arg_violations}
         v.outcomes[tools.NAME_OFFERED] = "failed" if tools.NAME_OFFERED in ids else "passed"
+        v.outcomes[tools.CALL_CUT] = "warning" if tools.CALL_CUT in ids else "passed"
         v.outcomes[tools.ARGUMENTS_SCHEMA] = "failed" if tools.ARGUMENTS_SCHEMA in ids else (
             "unverifiable" if notes and len(notes) >= len(calls) else "passed")
         if notes:

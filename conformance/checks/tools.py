@@ -13,7 +13,16 @@ Rules:
   (2020-12 when it declares none, as Claude Code and opencode send). Compiled validators are
   cached per schema text: Claude Code sends ~24 tool schemas (~64 KB) with every turn.
 - Arguments that are not JSON at all are reported here too (the wire core reports the stream
-  rule; this check names the tool and the schema, which is what a user fixes).
+  rule; this check names the tool and the schema, which is what a user fixes). Anthropic streams
+  carry a tool input that did not parse as `{}`; the wire core hands its text over
+  (`StreamReport.unparsed_tool_input`), so such a call is judged as not parsing, like OpenAI's.
+- `tools.call_cut` (a warning): a turn whose stop reason says the output was cut (OpenAI
+  finish_reason length / content_filter, Anthropic stop_reason max_tokens, pause_turn, refusal,
+  model_context_window_exceeded) can only have cut its LAST tool call. When that call's arguments
+  do not parse to a JSON object or fail its schema, it is reported as cut, not as
+  `tools.arguments_schema`: the stream is well-formed and the engine's parser is not at fault,
+  the cap the client set ended the turn. Earlier calls, and every call of a turn that was not
+  cut, are judged by `tools.arguments_schema` as usual.
 """
 
 from __future__ import annotations
@@ -26,6 +35,8 @@ from typing import Any
 
 from conformance.checks.registry import register, violation
 from conformance.failures import Violation
+from conformance.protocols.anthropic import CUT_STOP_REASONS
+from conformance.protocols.openai import CUT_FINISH_REASONS
 
 CALL_STRUCTURED = register(
     "tools.call_structured",
@@ -45,6 +56,19 @@ ARGUMENTS_SCHEMA = register(
         "the engine's tool parser produced partial or malformed arguments (vLLM #35266, #41739; "
         "opencode #8102), or the model ignored the schema (wrong property names, e.g. path vs "
         "file_path)"
+    ),
+).id
+
+CALL_CUT = register(
+    "tools.call_cut",
+    "a tool call is complete, not cut off by the output cap",
+    description="When a turn ends with a cut stop reason (finish_reason length / content_filter, stop_reason "
+    "max_tokens, ...), its last tool call is reported here, as a warning, if its arguments do not parse to a "
+    "JSON object or fail the tool's schema: the output was cut, the stream and the engine's parser are fine.",
+    severity="warning",
+    likely_cause=(
+        "the output cap (max_tokens) ended the turn inside a tool call: the model did not close the call within "
+        "the cap; raise max_tokens, or the model rambles inside the arguments"
     ),
 ).id
 
@@ -88,8 +112,17 @@ def offered_tools(request: dict | None, api: str) -> dict[str, dict | None]:
     return out
 
 
-def tool_calls(message: Any, api: str) -> list[ToolCall]:
-    """The structured tool calls of an accumulated message."""
+def _not_an_object(text: str) -> str:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        return f"not JSON: {exc}"
+    return f"arguments are JSON {type(value).__name__}, not an object"
+
+
+def tool_calls(message: Any, api: str, unparsed_input: dict[str, str] | None = None) -> list[ToolCall]:
+    """The structured tool calls of an accumulated message. `unparsed_input` (Anthropic streams):
+    pointer of a tool block's input -> its streamed partial_json text, which did not parse."""
     if message is None:
         return []
     calls: list[ToolCall] = []
@@ -97,8 +130,13 @@ def tool_calls(message: Any, api: str) -> list[ToolCall]:
         for i, block in enumerate(_get(message, "content") or []):
             if _get(block, "type") == "tool_use":
                 inp = _get(block, "input")
+                pointer = f"/content/{i}/input"
+                text = (unparsed_input or {}).get(pointer)
+                if text is not None:  # the block keeps `input: {}`; what arrived did not parse
+                    calls.append(ToolCall(_get(block, "name") or "", None, text, pointer, _not_an_object(text)))
+                    continue
                 calls.append(ToolCall(_get(block, "name") or "", inp if isinstance(inp, dict) else None,
-                                      None, f"/content/{i}/input",
+                                      None, pointer,
                                       None if isinstance(inp, dict) else f"input is {type(inp).__name__}"))
         return calls
     for i, call in enumerate(_get(message, "tool_calls") or []):
@@ -199,14 +237,53 @@ def _pointer(path) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
 
 
-def check_arguments(message: Any, request: dict | None, api: str, *, turn: int | None = None) -> tuple[list[Violation], list[str]]:
-    """Violations of `tools.name_offered` / `tools.arguments_schema`, and notes (unjudgeable schemas)."""
+def cut_reason(message: Any, api: str) -> str | None:
+    """The message's stop reason when it says the output was cut short (finish_reason length /
+    content_filter; stop_reason max_tokens, pause_turn, refusal, model_context_window_exceeded)."""
+    if message is None:
+        return None
+    if api == "anthropic":
+        reason = _get(message, "stop_reason")
+        return reason if isinstance(reason, str) and reason in CUT_STOP_REASONS else None
+    reason = _get(message, "finish_reason")
+    return reason if isinstance(reason, str) and reason in CUT_FINISH_REASONS else None
+
+
+def _cut_by(reason: str) -> str:
+    if reason in ("length", "max_tokens"):
+        return "by the output cap"
+    if reason == "model_context_window_exceeded":
+        return "by the context window"
+    return "short"
+
+
+def describe_cut(reason: str, api: str) -> str:
+    """'cut by the output cap (finish_reason 'length')' and the like, for messages."""
+    field = "stop_reason" if api == "anthropic" else "finish_reason"
+    return f"cut {_cut_by(reason)} ({field} {reason!r})"
+
+
+def _call_cut(call: ToolCall, reason: str, api: str, problem: str, turn: int | None) -> Violation:
+    text = call.raw if call.raw is not None else json.dumps(call.arguments, ensure_ascii=False)
+    return violation(
+        CALL_CUT, f"the turn was {describe_cut(reason, api)} inside the call to {call.name!r}: its arguments "
+        f"{problem}", expected="a complete call within the output cap (max_tokens)",
+        seen=f"arguments text {text[:300]!r}", pointer=call.pointer, turn=turn)
+
+
+def check_arguments(message: Any, request: dict | None, api: str, *, turn: int | None = None,
+                    unparsed_input: dict[str, str] | None = None) -> tuple[list[Violation], list[str]]:
+    """Violations of `tools.name_offered` / `tools.arguments_schema` / `tools.call_cut`, and notes
+    (unjudgeable schemas). `unparsed_input`: see `tool_calls`."""
     from jsonschema.exceptions import SchemaError
 
     offered = offered_tools(request, api)
     out: list[Violation] = []
     notes: list[str] = []
-    for call in tool_calls(message, api):
+    calls = tool_calls(message, api, unparsed_input)
+    cut = cut_reason(message, api)
+    for i, call in enumerate(calls):
+        may_be_cut = cut is not None and i == len(calls) - 1  # only the last call can be cut
         if call.name not in offered:
             out.append(violation(
                 NAME_OFFERED, f"the call names tool {call.name!r}, which the request did not offer",
@@ -214,6 +291,9 @@ def check_arguments(message: Any, request: dict | None, api: str, *, turn: int |
                 turn=turn))
             continue
         if call.arguments is None:
+            if may_be_cut:
+                out.append(_call_cut(call, cut, api, f"do not parse to a JSON object ({call.parse_error})", turn))
+                continue
             out.append(violation(
                 ARGUMENTS_SCHEMA, f"the arguments of the call to {call.name!r} do not parse to a JSON object",
                 expected="a JSON object matching the tool's schema", seen=(call.parse_error or "")
@@ -230,6 +310,9 @@ def check_arguments(message: Any, request: dict | None, api: str, *, turn: int |
             notes.append(f"tool {call.name!r}: its schema is not a valid JSON Schema ({exc}); arguments not validated")
             continue
         errors = sorted(validator.iter_errors(call.arguments), key=lambda e: list(e.absolute_path))
+        if errors and may_be_cut:
+            out.append(_call_cut(call, cut, api, f"violate its schema: {errors[0].message}", turn))
+            continue
         for err in errors[:3]:
             where = _pointer(err.absolute_path)
             out.append(violation(

@@ -32,6 +32,9 @@ class StreamReport(HasViolations):
     message: dict[str, Any] | None  # the accumulated final message (None if nothing started)
     complete: bool  # the stream reached its normal end (message_stop / [DONE])
     payloads: list[Any] = field(default_factory=list)  # parsed JSON data per event (None if unparsable)
+    # Anthropic: pointer of a tool block's input (/content/N/input) -> its concatenated partial_json,
+    # when that was not one JSON object (the block keeps `input: {}`; the tools checks judge the text)
+    unparsed_tool_input: dict[str, str] = field(default_factory=dict)
 
     @property
     def check_ids(self) -> list[str]:

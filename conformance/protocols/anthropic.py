@@ -21,7 +21,13 @@ Rules checked beside the grammar (each a registered check id):
   input_json_delta -> tool_use/server_tool_use, thinking_delta/signature_delta -> thinking;
   blocks that arrive whole (redacted_thinking, server tool results) take no delta.
 - tool_use content_block_start carries `input: {}`; the concatenated partial_json parses to one
-  JSON object at content_block_stop with nothing trailing (the first fragment may be "").
+  JSON object at content_block_stop with nothing trailing (the first fragment may be ""). Whether
+  a broken input is a fault is only known at message_delta: when the max_tokens cap hits inside a
+  tool_use block the API itself sends content_block_stop, then stop_reason max_tokens. So the
+  violation is held at content_block_stop (with its event) and reported at the end, unless the
+  block is the message's last tool block and the stop reason is a cut one (CUT_STOP_REASONS) —
+  then the cap cut it and `tools.call_cut` reports it, as a warning. A stream that ends without
+  any stop reason keeps the violation.
 - message_delta has a valid stop_reason, stop_sequence present (nullable; vLLM #55324) and
   usage; output_tokens are cumulative and never go down.
 - stop_reason tool_use needs a tool_use block; a completed tool_use block in a normally ended
@@ -224,6 +230,10 @@ class StreamMachine:
         self.json_parts: dict[int, list[str]] = {}
         self.text_parts: dict[tuple[int, str], list[str]] = {}
         self.completed_tool_use = False
+        # tool_input_json violations held until the stop reason is known: (block position, place in
+        # self.violations, violation)
+        self.held_tool_input: list[tuple[int, int, Violation]] = []
+        self.unparsed_tool_input: dict[str, str] = {}
         self.start_usage: dict[str, Any] | None = None
         self.last_output_tokens: int | None = None
         self.saw_message_delta = False
@@ -231,11 +241,21 @@ class StreamMachine:
 
     # -- helpers --------------------------------------------------------------------------
     def _v(self, check_id: str, message: str, ev: SSEEvent | None = None, kind: str | None = None, **kw) -> None:
+        self.violations.append(self._make(check_id, message, ev, kind, **kw))
+
+    def _make(self, check_id: str, message: str, ev: SSEEvent | None = None, kind: str | None = None,
+              **kw) -> Violation:
         if ev is not None:
             kw.setdefault("event_index", ev.index)
             kw.setdefault("byte_offset", ev.offset)
             kw.setdefault("event_type", kind or ev.event)
-        self.violations.append(violation(check_id, message, **kw))
+        return violation(check_id, message, **kw)
+
+    def _hold_tool_input(self, pos: int, buf: str, message: str, ev: SSEEvent | None, expected: str) -> None:
+        """A tool block's input is not one JSON object: a fault, or a cut (known at the stop reason)."""
+        self.unparsed_tool_input[f"/content/{pos}/input"] = buf
+        viol = self._make(_C + "tool_input_json", message, ev, "content_block_stop", expected=expected, seen=buf[:300])
+        self.held_tool_input.append((pos, len(self.violations), viol))
 
     # -- one event ------------------------------------------------------------------------
     def feed(self, ev: SSEEvent) -> None:
@@ -395,16 +415,15 @@ class StreamMachine:
                 try:
                     value = json.loads(buf)
                 except ValueError as exc:
-                    self._v(_C + "tool_input_json", f"the concatenated partial_json of {btype} block {pos} "
-                            f"({block.get('name')!r}) does not parse as one JSON value: {exc}", ev,
-                            "content_block_stop", expected="one JSON object, nothing trailing", seen=buf[:300])
+                    self._hold_tool_input(pos, buf, f"the concatenated partial_json of {btype} block {pos} "
+                                          f"({block.get('name')!r}) does not parse as one JSON value: {exc}", ev,
+                                          "one JSON object, nothing trailing")
                 else:
                     if isinstance(value, dict):
                         block["input"] = value
                     else:
-                        self._v(_C + "tool_input_json", f"the input of {btype} block {pos} parses to a "
-                                f"{type(value).__name__}, not an object", ev, "content_block_stop",
-                                expected="a JSON object", seen=buf[:300])
+                        self._hold_tool_input(pos, buf, f"the input of {btype} block {pos} parses to a "
+                                              f"{type(value).__name__}, not an object", ev, "a JSON object")
             if btype == "tool_use":
                 self.completed_tool_use = True
         elif btype == "thinking":
@@ -475,10 +494,23 @@ class StreamMachine:
             elif self.completed_tool_use and reason != "tool_use" and reason not in CUT_STOP_REASONS:
                 self._v(_C + "tool_use_stop_reason", f"a tool_use block was completed but stop_reason is {reason!r}",
                         None, event_index=end.index, expected="stop_reason tool_use", seen=reason)
+        self._release_tool_input()
         self._join_text()  # blocks left open by a cut stream keep what arrived
         if self.message is not None:
             self.message["content"] = self.blocks
-        return StreamReport(self.events, self.violations, self.message, complete, self.payloads)
+        return StreamReport(self.events, self.violations, self.message, complete, self.payloads,
+                            dict(self.unparsed_tool_input))
+
+    def _release_tool_input(self) -> None:
+        """Report the held tool_input_json violations, in the place they were found, except the last
+        tool block's when the stop reason says the output was cut (the cap ended it, not the parser)."""
+        reason = self.message.get("stop_reason") if self.message is not None else None
+        cut = isinstance(reason, str) and reason in CUT_STOP_REASONS
+        last_tool = max((i for i, b in enumerate(self.blocks) if b.get("type") in TOOL_BLOCKS), default=None)
+        for pos, at, viol in reversed(self.held_tool_input):  # from the back: earlier places stay valid
+            if not (cut and pos == last_tool):
+                self.violations.insert(at, viol)
+        self.held_tool_input.clear()
 
 
 def check_stream(chunks, *, request: dict | None = None) -> StreamReport:

@@ -14,7 +14,9 @@ Rules beside the grammar (each a registered check id):
   and a non-empty function.name; id and name appear once (the openai SDK concatenates repeated
   strings, so a repeated id becomes "call_1call_1"); a new call's index = number of calls so far;
   `arguments` are string fragments (llama.cpp #20198 once sent an object) that concatenate to
-  JSON that parses (vLLM #35266, #41739).
+  JSON that parses (vLLM #35266, #41739) — except the last call of a choice that finished with
+  length / content_filter: the cap ended the output inside it, which is no wire fault
+  (`tools.call_cut` reports it, as a warning).
 - finish_reason sits on the choice, never in delta; it is tool_calls when calls were made (a
   named tool_choice may finish with stop — read from the request; length and content_filter
   cut a turn short and are accepted), and never tool_calls without calls.
@@ -137,6 +139,11 @@ SCHEMA_CHECKS: list[tuple[str, str, str]] = [
 RESPONSE_SCHEMA_CHECKS: list[tuple[str, str, str]] = [
     ("response", "/choices/*/message/tool_calls/*/function/arguments", _R + "tool_arguments_string"),
 ]
+
+
+def is_cut(reason: Any) -> bool:
+    """finish_reason length / content_filter: the output was cut short, not finished."""
+    return isinstance(reason, str) and reason in CUT_FINISH_REASONS
 
 
 def _named_tool_choice(request: dict) -> bool:
@@ -342,6 +349,8 @@ class StreamMachine:
                         "arguments", ev, kind, severity="warning", expected='a JSON object, at least "{}"',
                         seen='""', **where)
                 continue
+            if is_cut(reason) and i == len(st.calls) - 1:
+                continue  # cut by the cap, not malformed by the parser: tools.call_cut judges it
             try:
                 value = json.loads(args)
             except ValueError as exc:
@@ -442,13 +451,16 @@ def check_response(body, *, request: dict | None = None) -> tuple[dict | None, l
     choice = choices[0] if choices and isinstance(choices[0], dict) else {}
     m = choice.get("message") if isinstance(choice.get("message"), dict) else {}
     calls_in = m.get("tool_calls") if isinstance(m.get("tool_calls"), list) else []
+    reason = choice.get("finish_reason")
+    # the last call of a turn cut by the cap may be cut too: tools.call_cut judges it, not this rule
+    last = max((i for i, c in enumerate(calls_in) if isinstance(c, dict)), default=None)
     calls = []
     for i, c in enumerate(calls_in):
         if not isinstance(c, dict):
             continue
         fn = c.get("function") if isinstance(c.get("function"), dict) else {}
         args = fn.get("arguments")
-        if isinstance(args, str):
+        if isinstance(args, str) and not (i == last and is_cut(reason)):
             try:
                 value = json.loads(args)
                 if not isinstance(value, dict):
@@ -457,11 +469,10 @@ def check_response(body, *, request: dict | None = None) -> tuple[dict | None, l
                 out.append(violation(_R + "tool_arguments_json", f"tool call {i} arguments do not parse: {exc}",
                                      expected="one JSON object", seen=args[:300],
                                      pointer=f"/choices/0/message/tool_calls/{i}/function/arguments"))
-        elif args is not None:
+        elif args is not None and not isinstance(args, str):
             args = json.dumps(args)
         calls.append({"id": c.get("id"), "type": c.get("type", "function"),
                       "function": {"name": fn.get("name"), "arguments": args if args is not None else ""}})
-    reason = choice.get("finish_reason")
     if calls:
         allowed = {"tool_calls"} | CUT_FINISH_REASONS | ({"stop"} if _named_tool_choice(request) else set())
         if reason not in allowed:

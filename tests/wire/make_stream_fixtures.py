@@ -80,6 +80,7 @@ def a_end(stop_reason: str = "end_turn", output_tokens: int = 57, stop_sequence=
 SIG = "EqQBCkYIBxgCKkB" + "x7Qm3F0a9" * 12 + "=="
 READ_ARGS = ['', '{"file_path', '": "/work/proj', 'ect/src/main.py"', ', "limit": 200}']
 WRITE_ARGS = ['{"file_path": "/work/project/notes.md", ', '"content": "# Notes\\n\\n- caf\\u00e9 \u2615 ok\\n"}']
+CUT_ARGS = '"content": "# Notes\\n\\n- caf'  # the output cap hits here: the object never closes
 
 
 def a_text_stream() -> list[dict]:
@@ -176,6 +177,11 @@ def anthropic_fixtures() -> list[dict]:
     valid("max_tokens_mid_tool", sse([a_start(), *a_tool_block(0, "toolu_01Z", "Write", WRITE_ARGS),
                                       *a_end("max_tokens", 64000)]),
           "a completed tool_use block cut by max_tokens (stop_reason need not be tool_use)")
+    valid("max_tokens_inside_tool", sse([a_start(), *a_text_block(0, ["I'll write the notes."]),
+                                         *a_tool_block(1, "toolu_01Y", "Write", WRITE_ARGS[:1] + [CUT_ARGS]),
+                                         *a_end("max_tokens", 64)]),
+          "max_tokens hit inside a tool_use block: content_block_stop, then stop_reason max_tokens, as the API "
+          "does; the input never closes. Valid on the wire; the exchange warns (tools.call_cut)")
     valid("citations", sse([
         a_start(),
         {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": "", "citations": []}},
@@ -385,6 +391,13 @@ def openai_fixtures() -> list[dict]:
     items.insert(0, {"choices": [], "created": 0, "id": "", "model": "", "object": "",
                      "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": {}}]})
     valid("empty_choices_first", o_sse(items), "an Azure-style first chunk with choices [] and no usage")
+    items = [o_chunk([o_delta({"role": "assistant", "content": None})]),
+             *o_tool_call(0, "call_5e6f708192a3b4c5", "write",
+                          ['{"filePath": "/work/project/notes.md", ', '"content": "# Notes\\n\\n- caf']),
+             o_chunk([o_delta({}, "length")]), o_chunk([], usage=USAGE), "[DONE]"]
+    valid("length_inside_tool_call", o_sse(items),
+          "finish_reason length inside a tool call's arguments: they never close. Valid on the wire; the "
+          "exchange warns (tools.call_cut)")
 
     items = o_tool_stream()
     items[2]["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"] = '{"filePath": /work'

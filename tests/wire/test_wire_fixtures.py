@@ -92,6 +92,8 @@ VALID_VARIATIONS = {
     "blocks with no deltas": ["anthropic/valid/redacted_thinking.sse", "anthropic/valid/server_tool_result.sse"],
     "empty thinking signature (warning)": ["anthropic/valid/thinking_empty_signature.sse"],
     "named tool_choice finishing with stop": ["openai/valid/named_tool_choice_stop.sse"],
+    "a tool call cut by the output cap": ["anthropic/valid/max_tokens_inside_tool.sse",
+                                          "openai/valid/length_inside_tool_call.sse"],
 }
 
 

@@ -48,8 +48,16 @@ SDK_ANTHROPIC_CASES = [f for f in fixtures(valid=True, protocol="anthropic", kin
 @pytest.mark.parametrize("f", SDK_ANTHROPIC_CASES, ids=fixture_id)
 def test_anthropic_sdk_accumulates_the_same_message(f):
     raw = body(f)
-    ours = ours_anthropic.check_stream(raw).message
+    report = ours_anthropic.check_stream(raw)
+    ours = report.message
     theirs = sdk_anthropic_message(raw)
+    for ptr, text in report.unparsed_tool_input.items():
+        # A tool input cut by max_tokens: the SDK parses what arrived in jiter's partial mode (the
+        # complete pairs); ours keeps `input: {}` and hands the text to the tools checks.
+        block = theirs["content"][int(ptr.split("/")[2])]
+        assert ours["stop_reason"] == "max_tokens" and isinstance(block["input"], dict)
+        assert all(json.dumps(v) in text for v in block["input"].values())
+        block["input"] = {}
     for key in COMPARED:
         assert ours[key] == theirs[key], key
     # the SDK keeps unknown message fields too; compare those it knows plus ours
@@ -69,7 +77,10 @@ def sdk_openai_message(raw: bytes, req: dict | None) -> dict:
         if not data.get("choices") and not data.get("usage"):
             continue  # the SDK's Stream skips nothing, but an Azure filter chunk has no completion data
         state.handle_chunk(ChatCompletionChunk.construct(**data))
-    done = state.get_final_completion().to_dict()
+    try:
+        done = state.get_final_completion().to_dict()
+    except openai_sdk.LengthFinishReasonError as exc:  # what the SDK hands over for a turn cut by the cap
+        done = exc.completion.to_dict()
     msg = done["choices"][0]["message"]
     return {
         "id": done["id"], "model": done["model"], "role": msg["role"], "content": msg.get("content"),
