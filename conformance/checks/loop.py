@@ -31,9 +31,11 @@ register(
     "loop.stop_reason",
     "The loop ended with end_turn / stop",
     description="The final assistant message must end with stop_reason end_turn (Anthropic) or "
-    "finish_reason stop (OpenAI), not max_tokens/length or an unexpected reason.",
-    likely_cause="an output cap (max_tokens) too low for the answer, reasoning eating the budget, or a "
-    "router mapping finish reasons wrongly",
+    "finish_reason stop (OpenAI), not max_tokens/length or an unexpected reason; a turn with tool calls must "
+    "end with tool_use / tool_calls. A turn cut by the output cap inside its last tool call (tools.call_cut) "
+    "ends the loop here too: the client cannot run a cut call.",
+    likely_cause="an output cap (max_tokens) too low for the answer or the tool call, reasoning eating the "
+    "budget, or a router mapping finish reasons wrongly",
 )
 register(
     "loop.turn_limit",
@@ -46,7 +48,8 @@ register(
     "loop.tool_call_wellformed",
     "Every tool call has an id, an offered tool name and an object of arguments",
     description="Each tool_use block / tool_calls entry must carry a non-empty id, the name of a tool the "
-    "request offered and arguments that parse to a JSON object; otherwise the client cannot run it.",
+    "request offered and arguments that parse to a JSON object; otherwise the client cannot run it. The last "
+    "call of a turn cut by the output cap is loop.stop_reason instead.",
     likely_cause="engine tool parser missing or wrong (--tool-call-parser), or a router mangling tool call "
     "ids/names when translating between wire formats",
 )

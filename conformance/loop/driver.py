@@ -23,7 +23,9 @@ Rules:
   function, not a method, so a subclass that breaks the bookkeeping cannot also silence it.
 - The loop passes only if: the scenario's completion check holds on disk, the last turn ended
   with end_turn / stop, the turn limit was not hit, every tool call was well-formed, and every
-  exchange was valid. `LoopReport.raise_for_failure()` raises a ConformanceFailure that names the
+  exchange was valid. A turn cut by the output cap inside its last tool call (`tools.call_cut`)
+  ends the loop as `loop.stop_reason` — the client cannot run a cut call — not as
+  `loop.tool_call_wellformed`. `LoopReport.raise_for_failure()` raises a ConformanceFailure that names the
   turn that broke and why.
 """
 
@@ -53,6 +55,7 @@ from conformance.captures import (
     iter_capture_files,
     load_capture,
 )
+from conformance.checks import tools as tool_checks
 from conformance.checks.registry import violation
 from conformance.data import captured_dir
 from conformance.failures import ConformanceFailure, HasViolations, Violation
@@ -550,13 +553,25 @@ class LoopDriver:
                 stop = message.get("stop_reason") if self.api == "anthropic" else message.get("finish_reason")
                 record.stop_reason = stop
                 calls = record.calls
-                bad = [c for c in calls if c.problem]
+                # the judge decided the last call was cut by the cap (tools.call_cut): the client cannot
+                # run it, but it is the stop reason's doing, not a malformed call
+                cut_call = calls[-1] if calls and any(
+                    x.check_id == tool_checks.CALL_CUT for x in verdict.violations) else None
+                bad = [c for c in calls if c.problem and c is not cut_call]
                 for c in bad:
                     report.violations.append(violation(
                         "loop.tool_call_wellformed", f"tool call {c.id or '?'} ({c.name or '?'}) is not well-formed: {c.problem}",
                         expected="an id, an offered tool name and a JSON object of arguments",
                         seen=(c.raw_args if c.raw_args is not None else json.dumps(c.args))[:300], turn=turn))
                 if bad:
+                    report.ended = "exchange"
+                    break
+                if cut_call is not None:
+                    report.violations.append(violation(
+                        "loop.stop_reason", f"the turn was {tool_checks.describe_cut(stop, self.api)} inside tool call "
+                        f"{len(calls)} ({cut_call.name or '?'})", seen=repr(stop), turn=turn,
+                        expected="the call completed within the output cap, then "
+                        + " or ".join(TOOL_STOPS[self.api])))
                     report.ended = "exchange"
                     break
                 if not calls:

@@ -6,6 +6,8 @@ import copy
 import json
 from pathlib import Path
 
+import pytest
+
 from conformance.captures import Capture, CapturedRequest, Exchange, load_capture, save_capture
 from conformance.loop.driver import (
     TEMPLATES_DIR,
@@ -173,3 +175,72 @@ def test_salt_goes_first_in_the_system_prompt_and_stays(tmp_path: Path) -> None:
             for t in report.turns:
                 system = t.request["system"][0]["text"] if api == "anthropic" else t.request["messages"][0]["content"]
                 assert "tok123" in system[:40]
+
+
+# ----------------------------------------------------------------------------- a turn cut by the cap
+def _sse(api: str, args: str, stop: str) -> bytes:
+    """One streamed turn: a call to write / Write whose arguments text is `args`, then `stop`."""
+    def ev(data: dict) -> str:
+        return (f"event: {data['type']}\n" if api == "anthropic" else "") + f"data: {json.dumps(data)}\n\n"
+
+    if api == "anthropic":
+        return "".join(ev(e) for e in [
+            {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+                                                  "content": [], "stop_reason": None, "stop_sequence": None,
+                                                  "usage": {"input_tokens": 10, "output_tokens": 1}}},
+            {"type": "content_block_start", "index": 0,
+             "content_block": {"type": "tool_use", "id": "toolu_1", "name": "Write", "input": {}}},
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": args}},
+            {"type": "content_block_stop", "index": 0},
+            {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
+             "usage": {"output_tokens": 64}},
+            {"type": "message_stop"}]).encode()
+    chunk = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    return "".join([
+        ev({**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [
+            {"index": 0, "id": "call_1", "type": "function", "function": {"name": "write", "arguments": args}}]},
+            "finish_reason": None}]}),
+        ev({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": stop}]}),
+        ev({**chunk, "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 64, "total_tokens": 74}}),
+        "data: [DONE]\n\n"]).encode()
+
+
+def _run_one_turn(api: str, stream: bytes, tmp_path: Path):
+    from conformance.loop.scenarios import get_scenario
+    from conformance.transport import RawExchange
+
+    def sender(req, body: bytes) -> RawExchange:
+        return RawExchange("POST", f"http://127.0.0.1:9{req.path}", {}, body, status=200,
+                           response_headers={"content-type": "text/event-stream"}, chunks=[(0.01, stream)])
+
+    driver = LoopDriver("http://127.0.0.1:9", api, model="m", captured_root="/nonexistent", workdir=tmp_path,
+                        sender=sender)
+    return driver.run(get_scenario("write-static"), rng_seed=1)
+
+
+CUT_ARGS = {"anthropic": '{"file_path": "hello.txt", "content": "hello conf',
+            "openai": '{"filePath": "hello.txt", "content": "hello conf'}
+CUT_STOP = {"anthropic": "max_tokens", "openai": "length"}
+TOOL_STOP = {"anthropic": "tool_use", "openai": "tool_calls"}
+
+
+@pytest.mark.parametrize("api", ["anthropic", "openai"])
+def test_a_turn_cut_inside_a_tool_call_ends_the_loop_as_a_stop_reason(api: str, tmp_path: Path) -> None:
+    report = _run_one_turn(api, _sse(api, CUT_ARGS[api], CUT_STOP[api]), tmp_path)
+    assert report.ended == "exchange" and len(report.turns) == 1 and report.turns[0].outcomes == []
+    [err] = [v for v in report.violations if v.is_error]
+    field = "stop_reason" if api == "anthropic" else "finish_reason"
+    name = "Write" if api == "anthropic" else "write"
+    assert err.check_id == "loop.stop_reason" and err.where.turn == 1
+    assert err.message == (f"the turn was cut by the output cap ({field} {CUT_STOP[api]!r}) inside tool call 1 "
+                           f"({name})")
+    assert [v.check_id for v in report.violations if not v.is_error] == ["tools.call_cut"]
+    assert "loop.stop_reason" in report.title()
+
+
+@pytest.mark.parametrize("api", ["anthropic", "openai"])
+def test_the_same_broken_call_without_a_cut_is_still_the_targets_fault(api: str, tmp_path: Path) -> None:
+    report = _run_one_turn(api, _sse(api, CUT_ARGS[api], TOOL_STOP[api]), tmp_path)
+    wire = "anthropic.stream.tool_input_json" if api == "anthropic" else "openai.stream.tool_arguments_json"
+    assert report.ended == "exchange"
+    assert {v.check_id for v in report.violations if v.is_error} == {wire, "tools.arguments_schema"}
