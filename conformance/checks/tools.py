@@ -4,10 +4,15 @@ Rules:
 - Works on the accumulated message of either API (conformance.protocols): Anthropic `tool_use`
   blocks with a parsed `input`, OpenAI `tool_calls` with `function.arguments` as a JSON string.
 - `tools.call_structured` fires only when the request offered tools and no structured call came
-  while the answer's text looks like a call (`<tool_call>`, `[TOOL_CALLS]`, `<function=...>`,
-  `{"name": TOOL, "arguments": ...}` and function-call JSON naming an offered tool): the signature of an engine
-  running without its tool-call parser (vLLM needs `--enable-auto-tool-choice
-  --tool-call-parser NAME`; opencode #1122).
+  while the answer's text looks like a call: the signature of an engine running without its
+  tool-call parser (vLLM needs `--enable-auto-tool-choice --tool-call-parser NAME`; opencode
+  #1122). Looks like a call: a marker that names the function itself (`<function=NAME>`,
+  `<invoke name=`); a bare template marker (`<tool_call>`, `[TOOL_CALLS]`, `<|python_tag|>`, ...)
+  followed by a call's body — not straight away a closing tag, and within the next 300
+  characters (up to the marker's own closing tag) a `{`, a `[` or an offered tool's name; or
+  call-shaped JSON naming an offered tool (`{"name": TOOL, "arguments": ...}`, function-call
+  JSON). A marker alone is not a call: a small model echoing its chat template's instruction
+  ("reply with <tool_call></tool_call> tags around one JSON object ...") wrote no call.
 - `tools.arguments_schema` validates every call's arguments against that tool's `input_schema`
   (Anthropic) / `parameters` (OpenAI) from the request, with the schema's own draft
   (2020-12 when it declares none, as Claude Code and opencode send). Compiled validators are
@@ -173,10 +178,22 @@ def message_text(message: Any, api: str) -> str:
 
 # Markers that tool-call chat templates emit when the server does not parse them (hermes/qwen,
 # llama 3.x, mistral, functionary, Claude-style XML). Facts from the public chat templates.
+# Bare markers open a call's body, with the closing tag where the template has one; named
+# markers carry the function's name themselves.
+_BARE_MARKERS: dict[str, str | None] = {
+    "<tool_call>": "</tool_call>",  # hermes, qwen
+    "<|tool_call|>": "<|/tool_call|>",  # phi-4-mini
+    "<|tool_calls_section_begin|>": "<|tool_calls_section_end|>",  # kimi
+    "<|python_tag|>": None,  # llama 3.x
+    "[TOOL_CALLS]": None,  # mistral
+    "<function_calls>": "</function_calls>",  # Claude-style XML
+    "<tool_use>": "</tool_use>",
+    "<|action_start|>": "<|action_end|>",  # internlm
+}
 _TEXT_CALL_MARKERS = re.compile(
-    r"<tool_call>|<\|tool_call\|>|<\|tool_calls_section_begin\|>|<\|python_tag\|>|\[TOOL_CALLS\]"
-    r"|<function=[\w.\-]+>|<function_calls>|<invoke name=|<tool_use>|<\|action_start\|>",
+    "|".join(re.escape(m) for m in _BARE_MARKERS) + r"|<function=[\w.\-]+>|<invoke name=",
 )
+CALL_BODY_WINDOW = 300  # characters after a bare marker in which a call's body must show
 _JSON_CALL = re.compile(
     r'\{\s*"(?:name|tool|tool_name)"\s*:\s*"(?P<name>[^"]{1,80})"\s*,\s*"(?:arguments|parameters|input|args)"\s*:'
     r'|\{\s*"(?:arguments|parameters|input)"\s*:\s*\{.{0,2000}?\}\s*,\s*"name"\s*:\s*"(?P<name2>[^"]{1,80})"'
@@ -185,13 +202,30 @@ _JSON_CALL = re.compile(
 )
 
 
+def _opens_a_call(text: str, marker: re.Match, offered: set[str] | None) -> bool:
+    """A named marker always; a bare marker when what follows looks like a call's body."""
+    if marker.group() not in _BARE_MARKERS:
+        return True  # <function=NAME>, <invoke name=: the name is in the marker
+    closer = _BARE_MARKERS[marker.group()]
+    rest = text[marker.end():]
+    head = rest.lstrip()
+    if head.startswith("</") or (closer and head.startswith(closer)):
+        return False  # "<tool_call></tool_call>": the tag named, no call inside
+    body = rest[:CALL_BODY_WINDOW]
+    if closer and closer in body:
+        body = body[:body.index(closer)]
+    if "{" in body or "[" in body:
+        return True
+    return any(re.search(rf"(?<!\w){re.escape(name)}(?!\w)", body, re.IGNORECASE) for name in offered or ())
+
+
 def looks_like_call(text: str, offered: set[str] | None = None) -> re.Match | None:
     """The first place where `text` looks like a tool call written out as text: a template's
-    tool-call marker, or call-shaped JSON naming an offered tool (JSON naming anything else is
-    more likely an answer about JSON than a lost call)."""
-    marker = _TEXT_CALL_MARKERS.search(text)
-    if marker:
-        return marker
+    tool-call marker followed by a call (see the module rules), or call-shaped JSON naming an
+    offered tool (JSON naming anything else is more likely an answer about JSON than a lost call)."""
+    for marker in _TEXT_CALL_MARKERS.finditer(text):
+        if _opens_a_call(text, marker, offered):
+            return marker
     wanted = {n.lower() for n in offered} if offered is not None else None
     for m in _JSON_CALL.finditer(text):
         name = (m.group("name") or m.group("name2") or m.group("name3") or "").lower()
