@@ -12,7 +12,8 @@ Rules:
   is reported as a hang, not as a truncated stream); then the status (non-2xx →
   `suite.request.accepted` with the target's error text and the request field it names;
   count_tokens → `suite.count_tokens.available`); then the wire grammar (stream or not, decided
-  by the request's `stream`), tools and model identity on the accumulated message.
+  by the request's `stream`), tools (text-shaped calls, a forced or forbidden tool_choice,
+  arguments against the schema) and model identity on the accumulated message.
 - A tool call cut by the output cap (the last call of a turn whose stop reason is a cut one) is
   `tools.call_cut`, a warning; `tools.arguments_schema` stays passed when the cut was the only
   problem.
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from conformance.checks import identity, tools
+from conformance.checks import identity, tool_choice, tools
 from conformance.checks import suite as S
 from conformance.checks.registry import violation
 from conformance.failures import HasViolations, Violation
@@ -252,6 +253,13 @@ def check_exchange(
         for x in structured:
             v.violations.append(x)
         v.outcomes[tools.CALL_STRUCTURED] = "failed" if structured else "passed"
+    choice = tool_choice.check_choice(message, request, api, turn=turn)
+    if choice is not None:
+        outcome, choice_violations, note = choice
+        v.violations.extend(choice_violations)
+        v.outcomes[tool_choice.CHOICE_HONOURED] = outcome
+        if note:
+            v.notes[tool_choice.CHOICE_HONOURED] = note
     calls = tools.tool_calls(message, api, unparsed_input)
     if calls:
         arg_violations, notes = tools.check_arguments(message, request, api, turn=turn,
