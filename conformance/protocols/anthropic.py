@@ -16,7 +16,10 @@ Rules checked beside the grammar (each a registered check id):
 - message_start.message is a full empty message: id, type "message", role "assistant", model,
   content [], stop_reason null, stop_sequence null, usage (vLLM #45367: missing type/role made
   Claude Code retry forever).
-- Block indices start at 0 and are contiguous; a delta or stop names the open block.
+- Block indices start at 0 and are contiguous; a delta or stop names the open block. A block
+  left open (the next content_block_start or message_delta came first) is reported by the
+  grammar and then closed there, so its content is still judged (llama.cpp opens every
+  parallel tool_use block before stopping any).
 - A delta matches its block's type: text_delta/citations_delta -> text,
   input_json_delta -> tool_use/server_tool_use, thinking_delta/signature_delta -> thinking;
   blocks that arrive whole (redacted_thinking, server tool results) take no delta.
@@ -323,6 +326,12 @@ class StreamMachine:
                 "error", expected="no error event", seen=json.dumps(data)[:300])
 
     def _on_content_block_start(self, data: dict, ev: SSEEvent) -> None:
+        if self.open is not None:
+            # The previous block was never stopped (the grammar rule said so): close it here, as
+            # the SDKs' accumulators in effect do, so its input is judged on what it carried
+            # instead of staying {} and showing up again as a schema failure.
+            self._close_block(self.open, ev)
+            self.open = None
         index = data.get("index")
         expected = len(self.blocks)
         if index != expected:
@@ -433,6 +442,9 @@ class StreamMachine:
                         seen=json.dumps(block.get("signature")))
 
     def _on_message_delta(self, data: dict, ev: SSEEvent) -> None:
+        if self.open is not None:  # a block still open (its stop was missing or misnumbered): it ends here
+            self._close_block(self.open, ev)
+            self.open = None
         delta = data.get("delta") if isinstance(data.get("delta"), dict) else {}
         self.saw_message_delta = True
         if self.message is None:

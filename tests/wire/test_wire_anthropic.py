@@ -359,3 +359,28 @@ def test_content_started_ignores_pings_comments_and_message_start():
     assert not anthropic.content_started(head + b"event: content_block_start\ndata: {\"type\":\"content_blo")
     assert anthropic.content_started(head + sse_event(mk.a_text_block(0, ["x"])[0]))
     assert anthropic.content_started(b'{"type":"error","error":{}}')
+
+
+def test_interleaved_tool_blocks_are_reported_but_their_inputs_still_judged():
+    """llama.cpp's /v1/messages (xllamacpp 2026.10.11549) opens every parallel tool_use block
+    before stopping any: a grammar and block-index deviation, but each block's input is whole and
+    must reach the tools check as sent (not {} from a block the machine never closed)."""
+    call = '{"file_path": "/p/hello.txt", "content": "hello"}'
+    events = [("message_start", {"type": "message_start", "message": {
+        "id": "m", "type": "message", "role": "assistant", "content": [], "model": "x", "stop_reason": None,
+        "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 0}}})]
+    for i in range(2):
+        events.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": {
+            "type": "tool_use", "id": f"t{i}", "name": "Write", "input": {}}}))
+        events.append(("content_block_delta", {"type": "content_block_delta", "index": i,
+                                               "delta": {"type": "input_json_delta", "partial_json": call}}))
+    events += [("content_block_stop", {"type": "content_block_stop", "index": i}) for i in range(2)]
+    events += [("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                                  "usage": {"output_tokens": 9}}),
+               ("message_stop", {"type": "message_stop"})]
+    body = b"".join(sse_event(data) for _, data in events)
+    report = anthropic.check_stream(body)
+    ids = {v.check_id for v in report.errors}
+    assert {"anthropic.stream.grammar", "anthropic.stream.block_index"} <= ids
+    assert "anthropic.stream.tool_input_json" not in ids
+    assert [b["input"] for b in report.message["content"]] == [json.loads(call)] * 2
