@@ -1,7 +1,10 @@
 """The fault -> check table (fixtures/faults.json) against FAULTS.md and the check registry.
 
 - Every FAULTS.md row (../shared/design/FAULTS.md from the repository root, when that design
-  folder is present) is in the table and nothing else is.
+  folder is present) is in the table's `rows` and nothing else is.
+- The table's `found` rows are failures seen on a real stack that FAULTS.md does not list (each
+  names its source); none of them may be a FAULTS.md row (once the catalog lists one, it moves to
+  `rows`). Everything below holds for them as for `rows`.
 - Every check id the table names is registered after load_all(), except rows listed in PENDING:
   rows whose owning issue's module is not built yet. PENDING is explicit (row -> the module that
   must appear), and a PENDING row whose module exists fails, so the list cannot go stale.
@@ -25,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FAULTS_MD = ROOT.parent / "shared" / "design" / "FAULTS.md"
 TABLE = json.loads((fixtures_dir() / "faults.json").read_text(encoding="utf-8"))
 ROWS = TABLE["rows"]
+FOUND = TABLE.get("found", [])
 
 # The module that registers each issue's check ids: a row is only allowed to be pending while
 # its issue's module does not exist.
@@ -55,12 +59,14 @@ def _markdown_rows() -> list[str]:
 def test_table_shape():
     assert TABLE["format"] == "conformance.fault-table" and TABLE["version"] == 1
     seen = set()
-    for row in ROWS:
+    for row in ROWS + FOUND:
         assert row["fault"] not in seen, f"duplicate row {row['fault']}"
         seen.add(row["fault"])
         assert row["checks"], f"{row['fault']}: no check catches it"
         assert set(row["modes"]) <= {"engine", "router"} and row["modes"], row
         assert row["issue"] in ISSUE_MODULE, f"{row['fault']}: issue {row['issue']} has no module listed here"
+    for row in FOUND:
+        assert isinstance(row.get("source"), str) and row["source"].strip(), f"{row['fault']}: a found row names its source"
 
 
 @pytest.mark.skipif(not FAULTS_MD.is_file(), reason=f"design folder not present ({FAULTS_MD}); faults.json is checked alone")
@@ -70,12 +76,14 @@ def test_every_faults_md_row_is_in_the_table():
     table = [r["fault"] for r in ROWS]
     assert sorted(set(md) - set(table)) == [], "FAULTS.md rows missing from fixtures/faults.json"
     assert sorted(set(table) - set(md)) == [], "fixtures/faults.json rows that FAULTS.md does not list"
+    listed = sorted({r["fault"] for r in FOUND} & set(md))
+    assert listed == [], f"found rows that FAULTS.md lists now: move them to rows: {listed}"
 
 
 def test_every_check_id_is_registered_or_explicitly_pending():
     registered = {spec.id for spec in load_all()}
     missing = {}
-    for row in ROWS:
+    for row in ROWS + FOUND:
         unregistered = [c for c in row["checks"] if c not in registered]
         if row["fault"] in PENDING:
             module = ISSUE_MODULE[PENDING[row["fault"]]]
@@ -93,11 +101,11 @@ def test_fault_modes_exist_in_the_reference_engine_and_router():
     if engine_built:
         from conformance.engine.faults import FAULTS
 
-        absent = [r["fault"] for r in ROWS if "engine" in r["modes"] and r["fault"] not in FAULTS]
+        absent = [r["fault"] for r in ROWS + FOUND if "engine" in r["modes"] and r["fault"] not in FAULTS]
         assert absent == [], f"engine-mode rows with no engine fault: {absent}"
     if router_built:
         from conformance.router.faults import ROUTER_FAULTS
 
-        absent = [r["fault"] for r in ROWS if r["modes"] == ["router"] and r["fault"] not in ROUTER_FAULTS]
+        absent = [r["fault"] for r in ROWS + FOUND if r["modes"] == ["router"] and r["fault"] not in ROUTER_FAULTS]
         assert absent == [], f"router-only rows with no router fault: {absent}"
     assert engine_built or router_built, "neither the reference engine nor the router is built"
