@@ -1,7 +1,9 @@
 """Fault modes of the reference engine, switched on by name (`--fault NAME`, several at once).
 
 Rules:
-- Every engine-side row of /work/shared/design/FAULTS.md has a fault here with the same name.
+- Every engine-side row of /work/shared/design/FAULTS.md has a fault here with the same name, and
+  every fault here is a row of fixtures/faults.json: a FAULTS.md row, or one of its `found` rows
+  (a failure seen on a real stack that FAULTS.md does not list, with its source).
 - A fault changes only what it names; everything else stays conformant.
 - The one-line descriptions below are what `conformance faults` prints and what docs/engine.md
   expands on.
@@ -31,6 +33,7 @@ FAULTS: dict[str, str] = {
     "tool-args-not-string": "OpenAI chat: function.arguments sent as a JSON object, not a string",
     "tool-stop-reason-wrong": "a tool call is emitted but stop_reason is end_turn / finish_reason is stop",
     "tool-use-start-without-input": "stream: tool_use content_block_start lacks input: {}",
+    "tool-choice-ignored": "a forced tool_choice (any / a named tool / required) is answered in plain text, end_turn / stop",
     "block-index-broken": "stream: content block indices start at 1 (not contiguous from 0)",
     "stream-truncated": "stream ends without message_stop / data: [DONE] / response.completed",
     "error-envelope-wrong": "errors are not in the route's error envelope (vLLM-style object on Anthropic, {detail} on OpenAI)",

@@ -20,6 +20,11 @@ Rules:
   drops tool calls that do not fit whole (stop_reason max_tokens).
 - `thinking` is produced only when the request enabled it (Anthropic enabled/adaptive, OpenAI a
   reasoning effort other than none).
+- Fault `tool-choice-ignored` (decoding not constrained to the tool-call format, as llama.cpp
+  with a Hermes-style template answered `required` / `any`): a forced choice plans as `auto`
+  would, except that the calls `auto` would make are said in prose instead (no call, no
+  call-shaped text), so the turn ends in text with end_turn. Without a forced choice it changes
+  nothing.
 """
 
 from __future__ import annotations
@@ -119,6 +124,17 @@ def _forced_call(conv: Conversation) -> list[tuple[str, dict]]:
     return [(tool.name, S.fill_object(tool.schema))]
 
 
+def _calls_in_words(text: str, calls: list[tuple[str, dict]]) -> str:
+    """`tool-choice-ignored`: what an unconstrained model writes instead of the calls it was forced
+    to make: the step described in words, with neither a template's call marker nor call JSON."""
+    steps = []
+    for name, args in calls:
+        target = next((v.strip() for v in args.values() if isinstance(v, str) and v.strip()), "")
+        steps.append(f"use the {name} tool" + (f" on {target[:80]}" if target else ""))
+    said = f"To do this, I would {' and then '.join(steps)}. Let me know if you want me to go ahead."
+    return f"{text}\n\n{said}" if text else said
+
+
 def _reasoning_filler(tokens: int) -> str:
     parts, n, i = [], 0, 0
     while n < tokens:
@@ -144,6 +160,7 @@ def plan(conv: Conversation, ctx: Context) -> Reply:
     text = ""
     calls: list[tuple[str, dict]] = []
     scenario_id = None
+    ignores_choice = "tool-choice-ignored" in ctx.faults and conv.tool_choice in ("any", "tool")
     match = S.find(ctx.scenarios, conv) if ctx.scenarios else None
     turn = S.plan(match, conv) if match else None
     if turn is not None and turn.calls and conv.tool_choice == "none":
@@ -154,9 +171,11 @@ def plan(conv: Conversation, ctx: Context) -> Reply:
         text = turn.text or ""
         calls = turn.calls
     else:
-        calls = _forced_call(conv)
+        calls = [] if ignores_choice else _forced_call(conv)
         if not calls:
             text = _plain_text(conv, ctx.faults)
+    if ignores_choice and calls:
+        text, calls = _calls_in_words(text, calls), []
     if not conv.parallel_tools:
         calls = calls[:1]
     if conv.thinking:

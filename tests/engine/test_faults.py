@@ -13,7 +13,7 @@ import pytest
 from conformance.engine.faults import FAULTS, OUTPUT_CAP_TOKENS, WRONG_MODEL_NAME
 
 from .conftest import engine
-from .helpers import CLAUDE_TOOLS, OPENAI_TOOLS, anthropic_events, post
+from .helpers import CLAUDE_TOOLS, OPENAI_TOOLS, RESPONSES_TOOLS, anthropic_events, post
 
 TOOL_PROMPT = "Create a file named hello.txt whose only content is the text: hello conformance [task:write-static]"
 A_TOOL = {"model": "claude-x", "max_tokens": 4000, "stream": True, "tools": CLAUDE_TOOLS,
@@ -22,6 +22,13 @@ A_TEXT = {"model": "claude-x", "max_tokens": 4000, "stream": True, "messages": [
 O_TOOL = {"model": "local/m", "stream": True, "stream_options": {"include_usage": True}, "tools": OPENAI_TOOLS,
           "messages": [{"role": "user", "content": TOOL_PROMPT}]}
 O_TEXT = {"model": "local/m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+O_TOOL_NONSTREAM = {k: v for k, v in O_TOOL.items() if k != "stream_options"} | {"stream": False}
+R_TOOL = {"model": "local/m", "tools": RESPONSES_TOOLS, "input": TOOL_PROMPT}
+# Forced tool choices on a scenario turn that calls a tool under auto too (write-static writes).
+A_FORCED = [dict(A_TOOL, tool_choice={"type": "any"}),
+            dict(A_TOOL, stream=False, tool_choice={"type": "tool", "name": "Write"})]
+O_FORCED = [dict(O_TOOL, tool_choice="required"),
+            dict(O_TOOL_NONSTREAM, tool_choice={"type": "function", "function": {"name": "write"}})]
 
 
 def judge(url, path, body, api, deadlines=None):
@@ -73,6 +80,8 @@ CHECKED = {
                                "openai.stream.tool_arguments_json", "tools.arguments_schema"})],
     "tool-stop-reason-wrong": [("/v1/messages", A_TOOL, "anthropic", {"anthropic.stream.tool_use_stop_reason"}),
                                ("/v1/chat/completions", O_TOOL, "openai", {"openai.stream.finish_reason_tool_calls"})],
+    "tool-choice-ignored": [("/v1/messages", b, "anthropic", {"tools.choice_honoured"}) for b in A_FORCED]
+                           + [("/v1/chat/completions", b, "openai", {"tools.choice_honoured"}) for b in O_FORCED],
     "tool-use-start-without-input": [("/v1/messages", A_TOOL, "anthropic",
                                       {"anthropic.stream.tool_use_start_input", "anthropic.stream.event_schema"})],
     "block-index-broken": [("/v1/messages", A_TOOL, "anthropic",
@@ -98,6 +107,58 @@ def test_fault_symptom_through_the_judge(fault):
         for path, body, api, _ in CHECKED[fault]:
             v = judge(url, path, body, api)
             assert not v.errors, [str(e) for e in v.errors]
+
+
+def _answer(url, path, body) -> dict:
+    """A non-stream answer without the fields that change between two answers to one request."""
+    status, _, chunks = post(url, path, dict(body, stream=False))
+    assert status == 200, b"".join(chunks)[:300]
+    out = json.loads(b"".join(chunks))
+    out.pop("created", None)
+    out.pop("created_at", None)
+    return out
+
+
+def test_tool_choice_ignored_answers_a_forced_choice_in_text():
+    forced = [("/v1/messages", b) for b in A_FORCED] + [("/v1/chat/completions", O_FORCED[1]),
+                                                        ("/v1/chat/completions", dict(O_TOOL_NONSTREAM, tool_choice="required")),
+                                                        ("/v1/responses", dict(R_TOOL, tool_choice="required")),
+                                                        ("/v1/responses", dict(R_TOOL, tool_choice={"type": "function", "name": "write"}))]
+    with engine("tool-choice-ignored") as url:
+        for path, body in forced:
+            out = _answer(url, path, body)
+            if path == "/v1/messages":
+                assert [b["type"] for b in out["content"]] == ["text"] and out["stop_reason"] == "end_turn", out
+                text = out["content"][0]["text"]
+            elif path == "/v1/chat/completions":
+                choice = out["choices"][0]
+                assert not choice["message"]["tool_calls"] and choice["finish_reason"] == "stop", out
+                text = choice["message"]["content"]
+            else:
+                assert [i["type"] for i in out["output"]] == ["message"] and out["status"] == "completed", out
+                text = out["output"][0]["content"][0]["text"]
+            # prose about the task the model was forced to act on: the file it would have written
+            assert "hello.txt" in text and "<tool_call>" not in text and "{" not in text, text
+
+
+def test_tool_choice_ignored_changes_nothing_without_a_forced_choice():
+    bodies = [("/v1/messages", A_TOOL), ("/v1/messages", dict(A_TOOL, tool_choice={"type": "auto"})),
+              ("/v1/messages", dict(A_TOOL, tool_choice={"type": "none"})),
+              ("/v1/chat/completions", O_TOOL_NONSTREAM), ("/v1/chat/completions", dict(O_TOOL_NONSTREAM, tool_choice="auto")),
+              ("/v1/chat/completions", dict(O_TOOL_NONSTREAM, tool_choice="none")),
+              ("/v1/responses", R_TOOL), ("/v1/responses", dict(R_TOOL, tool_choice="auto"))]
+    with engine("tool-choice-ignored") as url:
+        faulty = [_answer(url, path, body) for path, body in bodies]
+        # a forced choice on a request no scenario matches gets the answer auto would get there
+        plain = [_answer(url, "/v1/messages", dict(A_TEXT, tools=CLAUDE_TOOLS, tool_choice={"type": "any"})),
+                 _answer(url, "/v1/chat/completions", dict(O_TEXT, tools=OPENAI_TOOLS, tool_choice="required"))]
+    with engine() as url:
+        assert faulty == [_answer(url, path, body) for path, body in bodies]
+        auto = [_answer(url, "/v1/messages", dict(A_TEXT, tools=CLAUDE_TOOLS)),
+                _answer(url, "/v1/chat/completions", dict(O_TEXT, tools=OPENAI_TOOLS))]
+    assert faulty[0]["stop_reason"] == "tool_use"  # auto on this scenario turn calls a tool, fault or not
+    assert (plain[0]["content"], plain[0]["stop_reason"]) == (auto[0]["content"], "end_turn")
+    assert plain[1]["choices"] == auto[1]["choices"] and auto[1]["choices"][0]["finish_reason"] == "stop"
 
 
 def test_error_envelope_wrong():
@@ -253,7 +314,8 @@ def test_every_engine_row_of_the_fault_table_is_a_fault():
     from conformance.data import fixtures_dir
 
     table = json.loads((fixtures_dir() / "faults.json").read_text())
-    engine_rows = {r["fault"] for r in table["rows"] if "engine" in r["modes"]}
+    # FAULTS.md's rows, and the found rows (seen on a real stack, not in FAULTS.md: tool-choice-ignored)
+    engine_rows = {r["fault"] for r in table["rows"] + table.get("found", []) if "engine" in r["modes"]}
     assert engine_rows == set(FAULTS)
 
 
