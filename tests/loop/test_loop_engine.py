@@ -87,6 +87,20 @@ def test_engine_faults_break_the_loop_naming_turn_and_cause(fault, tmp_path):
             assert "likely cause" in text
 
 
+def test_an_ignored_forced_tool_choice_breaks_the_forcing_loop_at_turn_1(tmp_path):
+    """write-static forces the call on turn 1: an engine that answers it in text fails there, named
+    as the ignored tool_choice (not as an unfinished task); a loop that forces nothing still completes."""
+    with engine("tool-choice-ignored") as url:
+        for api in APIS:
+            report = LoopDriver(url, api, model="reference-model", workdir=tmp_path).run(get_scenario("write-static"))
+            assert report.check_ids == ["tools.choice_honoured"] and report.failed_turn == 1, (api, report.check_ids)
+            assert report.turns[0].stop_reason == ("end_turn" if api == "anthropic" else "stop")
+            assert not report.turns[0].calls
+            assert "broke at turn 1 (tools.choice_honoured)" in report.title()
+            LoopDriver(url, api, model="reference-model", workdir=tmp_path).run(
+                get_scenario("sum-numbers")).raise_for_failure()
+
+
 # ---------------------------------------------------------------------------- broken drivers
 class DropsToolResultId(LoopDriver):
     def result_messages(self, calls, outcomes):
