@@ -5,8 +5,8 @@ Used by tests/router/test_attribution_matrix.py and runnable as a script:
     .venv/bin/python tests/router/router_stack.py            # prints the matrix
 
 Per stack: the probes of conformance.translation (turn 1 stream, turn 2 with history, turn 1
-non-stream, the opt-in injection probe), the quoted wire variant of turn 1, and a count_tokens
-call. Each exchange is judged by check_exchange plus the checks that live outside it here
+non-stream, the opt-in injection probe), turn 1 with the tool call forced (`turn1-forced`), the
+quoted wire variant of turn 1, and a count_tokens call. Each exchange is judged by check_exchange plus the checks that live outside it here
 (stream incrementality, same model across wire variants, the translation.* diff); every failing
 exchange is attributed with conformance.attribution.attribute.
 """
@@ -62,6 +62,8 @@ ENGINE_FAULTS_MODE = {
     "buffered-stream": "openai",
     "hang": "openai",
     "hang-with-pings": "openai",
+    # both: the translating router must map {type: any} to "required" for the engine to be blamed
+    "tool-choice-ignored": ("openai", "anthropic"),
 }
 # A fault row runs turn1 and turn2 (stream), plus the probe its fault needs; the correct stacks
 # run every probe (so "nothing reported" covers all of them).
@@ -72,6 +74,7 @@ EXTRA_PROBES = {
     "jailbreak-route-keeps-tools": ("injection",),
     "routing-unstable-across-wire-variants": ("turn1-quoted",),
     "count-tokens-missing": ("count_tokens",),
+    "tool-choice-ignored": ("turn1-forced",),
 }
 # Engine faults that cost a deadline per exchange: probed with one exchange only.
 SLOW_ENGINE_FAULTS = {"hang", "hang-with-pings"}
@@ -86,6 +89,14 @@ ROUTER_FAULTS_MODE = {
     "wrong-model": "openai",
     "jailbreak-route-keeps-tools": "openai",
 }
+
+
+def forced_variant(turn1: dict) -> dict:
+    """Turn 1 with the tool call forced (`tool_choice {type: any}`), as an agent loop forces its
+    first step; thinking disabled and no context_management, as Claude Code sends a forced turn
+    (the Messages API refuses a forced tool_choice with thinking on)."""
+    body = {k: v for k, v in turn1.items() if k not in ("output_config", "context_management")}
+    return dict(body, thinking={"type": "disabled"}, tool_choice={"type": "any"})
 
 
 def incremental(raw: RawExchange, body: dict | None = None, api: str = "anthropic") -> list[Violation]:
@@ -133,6 +144,7 @@ def observe(router: str, engine: str, *, injection: bool = True, translation: bo
     deadlines = deadlines or DEADLINES
     out: list[Observation] = []
     probes = probe_requests(MODEL, injection=injection)
+    probes["turn1-forced"] = forced_variant(probes["turn1"])
     answered: dict[str, str | None] = {}
     for name, body in probes.items():
         if only is not None and name not in only:

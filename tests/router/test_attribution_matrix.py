@@ -26,7 +26,7 @@ def rows():
 
 def _fault_table() -> dict[str, list[str]]:
     table = json.loads((fixtures_dir() / "faults.json").read_text())
-    return {row["fault"]: row["checks"] for row in table["rows"]}
+    return {row["fault"]: row["checks"] for row in table["rows"] + table.get("found", [])}
 
 
 def test_matrix_attributes_every_fault_to_its_layer(rows):
@@ -76,3 +76,15 @@ def test_correct_stack_shows_what_translation_loses_as_information(rows):
     assert any("cache_control" in m for m in turn2.lost), turn2.lost
     passthrough = next(r for r in rows if r.layer_side == "none" and r.mode == "anthropic")
     assert all(not o.lost for o in passthrough.observations)
+
+
+def test_an_ignored_forced_tool_choice_is_blamed_on_the_engine_from_what_the_router_forwarded(rows):
+    """The translating router maps Anthropic {type: any} to OpenAI "required": the engine, given
+    exactly that, answers in text, so the engine is to blame (llama.cpp did this)."""
+    for mode, path, choice in (("openai", "/v1/chat/completions", "required"), ("anthropic", "/v1/messages", {"type": "any"})):
+        row = next(r for r in rows if r.fault == "tool-choice-ignored" and r.mode == mode)
+        assert [o.name for o in row.failing] == ["turn1-forced"], row.checks
+        att = row.failing[0].attribution
+        assert att.layer == "engine" and att.replayed == "forwarded" and att.engine_path == path, att.summary()
+        assert att.engine_request["tool_choice"] == choice
+        assert {v.check_id for v in att.engine_violations if v.is_error} == {"tools.choice_honoured"}
