@@ -4,7 +4,8 @@ fault of FAULTS.md owned by issues 2 and 4, fails with the expected check id and
 The suite runs in-process (pytester) against the reference engine in a thread, over two hand-made
 captures that exercise every check between them. The detection matrix is printed at the end.
 Router-only rows of issue 4 (routing-unstable-across-wire-variants) run behind the reference
-router. hang / hang-with-pings have their own deadline tests below.
+router. hang / hang-with-pings have their own deadline tests below. The table's `found` rows
+(failures seen on real stacks that FAULTS.md does not list) have a test each below.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from conformance.plugin import SUITE_DIR
 
 HERE = Path(__file__).resolve().parent
 SMALL = HERE / "small"
-ROWS = json.loads((fixtures_dir() / "faults.json").read_text(encoding="utf-8"))["rows"]
+TABLE = json.loads((fixtures_dir() / "faults.json").read_text(encoding="utf-8"))
+ROWS, FOUND = TABLE["rows"], TABLE.get("found", [])
 DEADLINE_ROWS = ("hang", "hang-with-pings")
 ENGINE_ROWS = [r for r in ROWS if r["issue"] in (2, 4) and "engine" in r["modes"] and r["fault"] not in DEADLINE_ROWS]
 # Summary ids recorded beside a specific wire rule (suite.stream.wellformed fails whenever an
@@ -128,8 +130,27 @@ def test_pinging_target_fails_first_content_deadline(pytester, suite):
     assert elapsed < 30, f"the run took {elapsed:.1f}s"
 
 
+def test_found_fault_tool_choice_ignored_caught_by_the_forcing_loop(pytester, suite):
+    """No captured request forces a tool call, so the replay cannot show an engine that ignores a
+    forced tool_choice; the agent loop that forces its first call (write-static) does, at turn 1,
+    in both dialects, naming tools.choice_honoured and nothing else."""
+    from conformance.engine.launch import serve_engine_in_thread
+
+    row = next(r for r in FOUND if r["fault"] == "tool-choice-ignored")
+    with serve_engine_in_thread(faults=[row["fault"]]) as url:
+        run = suite(pytester, url, str(SUITE_DIR / "test_loop.py"), "-k", "write-static", captures=SMALL)
+    caught, unrelated = _judge(run, row)
+    unrelated.discard("loop.completed")  # the loop's own verdict restates the turn's failure
+    MATRIX[row["fault"] + " (found)"] = (f"{'CAUGHT' if caught else 'MISSED'} by {', '.join(sorted(caught)) or '-'}"
+                                         " (agent loop write-static)")
+    assert caught and not unrelated, run.failed_checks
+    assert set(run.failed_checks) == {"tools.choice_honoured", "loop.completed"}, run.failed_checks
+    assert run.outcomes().get("failed") == 2 and run.outcome.ret == 1
+
+
 def test_print_detection_matrix(capsys):
-    rows = [r["fault"] for r in ENGINE_ROWS] + ["routing-unstable-across-wire-variants (router)", *DEADLINE_ROWS]
+    rows = [r["fault"] for r in ENGINE_ROWS] + ["routing-unstable-across-wire-variants (router)", *DEADLINE_ROWS,
+                                                "tool-choice-ignored (found)"]
     lines = ["", "detection matrix (engine faults of issues 2 and 4; conformant run over tests/plugin/data, "
              "fault runs over tests/plugin/small):"]
     width = max(len(r) for r in rows) + 2
