@@ -37,6 +37,13 @@ def main() -> int:
     p.use_jinja = True
     p.chat_template = Path(args.template).read_text(encoding="utf-8")
     p.offline = True
+    # Verdicts are compared run to run, so greedy decoding must repeat: reusing a cached prompt
+    # prefix evaluates the rest in other batches, and the last-bit float differences change
+    # which token wins at temperature 0 (seen: one request, two different answers). Every
+    # request is evaluated whole (a few seconds for a trimmed capture).
+    p.cache_prompt = False
+    p.cache_ram_mib = 0
+    p.cache_idle_slots = False
     p.cpuparams.n_threads = args.threads
     p.cpuparams_batch.n_threads = args.threads
     server = xlc.Server(p)  # noqa: F841 - serving lives as long as this object
