@@ -14,6 +14,9 @@ Rules:
   5. a request for a long answer (`long answer`, `long essay`, `long story`, `at least N words`)
      -> LONG_ANSWER_SENTENCES numbered sentences (7,692 tokens: it hits any smaller max_tokens);
   6. otherwise DEFAULT_ANSWER.
+- A forced tool choice (Anthropic any / tool, OpenAI required / a named function) is honoured
+  over a scenario's plan: with a named tool only calls of that tool stay; a turn left with no call
+  becomes one call of the forced (or first) tool, arguments filled from its schema.
 - Limits, in order: stop sequences cut the text at the earliest match (stop_reason stop_sequence
   and the matched string; later tool calls are not emitted); the output budget
   (min(max_tokens, context left, output-cap)) truncates thinking, then text, at a token end, and
@@ -176,6 +179,13 @@ def plan(conv: Conversation, ctx: Context) -> Reply:
             text = _plain_text(conv, ctx.faults)
     if ignores_choice and calls:
         text, calls = _calls_in_words(text, calls), []
+    elif not ignores_choice and conv.tool_choice in ("any", "tool") and conv.tools:
+        # A forced choice wins over the scenario's plan: a named tool keeps only its calls, and a
+        # turn the scenario planned as text becomes one call of the forced (or first) tool.
+        if conv.tool_choice == "tool":
+            calls = [c for c in calls if c[0] == conv.tool_choice_name]
+        if not calls:
+            text, calls = "", _forced_call(conv)
     if not conv.parallel_tools:
         calls = calls[:1]
     if conv.thinking:

@@ -203,3 +203,33 @@ def test_title_request_without_tools_gets_text(engine_url):
         {"role": "user", "content": "Generate a title for this conversation:"},
         {"role": "user", "content": '"Read the file numbers.txt ... [task:sum-numbers]"'}])
     assert r.choices[0].finish_reason == "stop" and r.choices[0].message.content
+
+
+@pytest.mark.parametrize("api,path,choice,want", [
+    # a named tool other than the one the scenario turn calls (write-static calls Write)
+    ("anthropic", "/v1/messages", {"type": "tool", "name": "Read"}, "Read"),
+    ("openai", "/v1/chat/completions", {"type": "function", "function": {"name": "read"}}, "read"),
+    # a forced choice on a request no scenario plans a call for
+    ("anthropic", "/v1/messages", {"type": "any"}, None),
+    ("openai", "/v1/chat/completions", "required", None),
+])
+def test_the_conformant_engine_honours_a_forced_choice_over_the_scenario(api, path, choice, want):
+    """The reference engine is conformant: tools.choice_honoured passes whatever the scenario
+    would have played (found when the check was added: a named choice got the scenario's call)."""
+    from .conftest import engine
+    from .helpers import CLAUDE_TOOLS, OPENAI_TOOLS
+    from .test_faults import A_TEXT, A_TOOL, O_TEXT, O_TOOL, judge
+
+    if want is None:
+        body = dict(A_TEXT, tools=CLAUDE_TOOLS) if api == "anthropic" else dict(O_TEXT, tools=OPENAI_TOOLS)
+    else:
+        body = A_TOOL if api == "anthropic" else O_TOOL
+    body = dict(body, tool_choice=choice)
+    with engine() as url:
+        verdict = judge(url, path, body, api)
+    assert verdict.outcomes.get("tools.choice_honoured") == "passed", [str(v) for v in verdict.violations]
+    assert not verdict.errors, [str(v) for v in verdict.errors]
+    if want is not None:
+        from conformance.checks.tools import tool_calls
+
+        assert [c.name for c in tool_calls(verdict.message, api)] == [want]
