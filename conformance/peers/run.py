@@ -264,8 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     with Engines() as engines:
         if any(s.engine == "vllm" and not missing_installs(s) for s in stacks):
             engines.prestart("vllm")  # boots for minutes: let it start while other stacks run
-        # Gated stacks first (vLLM boots in the background meanwhile); the ungated llama.cpp ones last,
-        # so a slow machine spends the budget on what gates nothing.
+        # Reference-engine stacks first (vLLM boots in the background meanwhile), then vLLM, then
+        # llama.cpp, which decodes slowest on a busy machine, when nothing else runs.
         order = sorted(stacks, key=lambda s: {"reference": 0, "vllm": 1, "llamacpp": 2}[s.engine])
         done_engines: set[str] = set()
         for i, stack in enumerate(order):

@@ -53,3 +53,24 @@ def test_merge_gives_each_entry_the_findings_reason():
     assert out["format"] == "conformance.baseline"
     assert out["known_failures"] == [{"test": "t.py::a", "checks": ["suite.stop_sequence.honoured"],
                                       "reason": "suite.stop_sequence.honoured [router]: drops the stop sequence"}]
+
+
+def test_every_stack_has_a_gating_fixture():
+    """Each peer stack's verdicts are gated: a fixture exists and does not opt out with
+    "gate": false (that is only for a stack being added, until a complete run is verified)."""
+    from conformance.peers.run import fixture_gates
+
+    ungated = [s.name for s in STACKS if not fixture_gates(FIXTURES / f"{s.name}.json")]
+    assert not ungated, f"stacks without a gating fixtures/peers/<stack>.json: {ungated}"
+
+
+@pytest.mark.parametrize("path", FILES, ids=[f.stem for f in FILES])
+def test_every_finding_explains_a_known_failure(path):
+    """A finding that no known failure uses any more is a stale claim about the stack: remove it
+    when the verdict changes (python -m conformance.peers.expect rebuilds known_failures)."""
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    used = {c for e in doc["known_failures"] for c in e["checks"]}
+    derived = {c: f["derived_from"] for c, f in doc["findings"].items() if "derived_from" in f}
+    stale = [c for c in doc["findings"] if c not in used and c not in derived]
+    stale += [c for c, src in derived.items() if not set(src) & used]
+    assert not stale, f"{path.name}: findings no known failure uses: {stale}"
