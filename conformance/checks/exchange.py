@@ -118,6 +118,9 @@ def _field_paths(body: Any, prefix: str = "", depth: int = 0) -> list[tuple[str,
     return out
 
 
+_PROSE_WORDS = frozenset({"model", "stream", "type", "messages", "content", "system", "tools", "input", "text"})
+
+
 def named_field(message: str, body: Any) -> str | None:
     """The JSON pointer of the request field an error message complains about, if it names one.
 
@@ -129,9 +132,13 @@ def named_field(message: str, body: Any) -> str | None:
     low = message.lower()
     hits: list[tuple[int, int, str]] = []
     for name, ptr in _field_paths(body):
-        if name in ("model", "stream", "type") and ptr.count("/") == 1 and name not in low:
-            continue
-        m = re.search(r"(?<![a-z0-9_])" + re.escape(name.lower()) + r"(?![a-z0-9_])", low)
+        word = re.escape(name.lower())
+        if name.lower() in _PROSE_WORDS:
+            # Words error prose uses anyway ("LiteLLM: model group 'x' failed", "the stream
+            # ended") count only when written as a field: quoted, `body.x`, `x:` or `x=`.
+            m = re.search(r"(['\"`])" + word + r"\1|\bbody\." + word + r"\b|(?<![a-z0-9_.])" + word + r"\s*[:=]", low)
+        else:
+            m = re.search(r"(?<![a-z0-9_])" + word + r"(?![a-z0-9_])", low)
         if m:
             hits.append((ptr.count("/"), -m.start(), ptr))
     if re.search(r"\brole\b", low) and "system" in low and isinstance(body.get("messages"), list):

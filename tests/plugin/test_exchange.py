@@ -172,3 +172,15 @@ def test_markers_followed_by_a_call_are_calls():
 def test_a_call_body_is_looked_for_only_up_to_the_markers_closing_tag():
     text = "<tool_call> nothing here </tool_call> and later {braces} and write"
     assert check_call_structured({"content": text, "tool_calls": []}, {"tools": OPENAI_TOOLS}, "openai") == []
+
+
+def test_named_field_ignores_prose_words_not_written_as_fields():
+    req = {"model": "gemma3-270m", "max_tokens": 160, "stream": True, "messages": [{"role": "user", "content": "x"}]}
+    # LiteLLM wraps every upstream error in "model group ... failed": no field is named there
+    litellm = ('litellm.BadRequestError: OpenAIException - {"error":{"code":400,"message":"item[\'content\'] '
+               'is not an array"}}\n\nLiteLLM: model group \'gemma3-270m\' failed with the error above.')
+    assert named_field(litellm, req) is None
+    assert named_field("the stream ended early", req) is None
+    assert named_field("1 validation error: body.messages Input should be a valid list", req) == "/messages"
+    assert named_field("'model' is a required property", req) == "/model"
+    assert named_field("max_tokens: must be at most 8192", req) == "/max_tokens"
