@@ -119,6 +119,24 @@ def incremental(raw: RawExchange, body: dict | None = None, api: str = "anthropi
     return []
 
 
+def engine_incremental(raw: RawExchange, body: dict | None = None, api: str = "anthropic") -> list[Violation]:
+    """`incremental` for attribution's direct replay on the engine, re-checked like the router side:
+    a loaded machine can read the engine's paced stream in one go, and a buffered verdict on
+    the engine would move a buffering router's fault to the engine. A buffering engine buffers
+    every time, so the verdict stands only when the replay, sent again twice, stays buffered."""
+    late = incremental(raw, body, api)
+    for _ in range(2):
+        if not late:
+            break
+        from conformance.protocols import openai as openai_wire
+
+        wire = anthropic_wire if api == "anthropic" else openai_wire
+        again = send_sync("POST", raw.url, headers=dict(raw.request_headers), body=raw.request_body,
+                          deadlines=DEADLINES, first_content=wire.content_started)
+        late = incremental(again, body, api)
+    return late
+
+
 @dataclass
 class Observation:
     name: str
@@ -172,7 +190,7 @@ def observe(router: str, engine: str, *, injection: bool = True, translation: bo
             obs.lost, obs.mappings = report.lost, report.mappings
         obs.violations = errors
         if errors:
-            obs.attribution = attribute(body, errors, engine, expect_model=MODEL, since=since, extra_judge=incremental,
+            obs.attribution = attribute(body, errors, engine, expect_model=MODEL, since=since, extra_judge=engine_incremental,
                                         deadlines=deadlines)
         out.append(obs)
     if only is None or "turn1-quoted" in only:
