@@ -14,12 +14,16 @@ ChatCompletionRequest; vllm/entrypoints/openai/reasoning_effort.py), see docs/en
   delta of a call carries index, id, type and name with arguments ""; later ones only argument
   fragments), a last chunk with an empty delta and finish_reason, with include_usage one more
   chunk with `choices: []` and usage (earlier chunks carry `usage: null`), then `data: [DONE]`.
+- `plan_answer` is the setup both OpenAI routes (this one and /v1/responses) share: parse, plan,
+  the id seed, the model name, the rendered tool calls. Each route keeps its own wire shape.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from aiohttp import web
 
@@ -232,23 +236,43 @@ def _usage(prompt, output, faults):
     return {"prompt_tokens": prompt, "completion_tokens": output, "total_tokens": total}
 
 
-async def chat(request: web.Request, state, body: dict):
+@dataclass
+class Answer:
+    """What an OpenAI route answers, before the route gives it its wire shape."""
+    conv: Conversation
+    reply: planner.Reply
+    prompt: int  # prompt tokens as reported (cut to the limit under over-limit-not-refused)
+    seed: str  # digest of the body: the same request gets the same ids
+    model: str
+    created: int
+    calls: list  # rendered_calls: (id, name, arguments string, arguments object)
+    text: str  # the reply's text, plus the calls written out under tool-call-as-text
+
+
+def plan_answer(state, body: dict, parse_body: Callable[[dict, frozenset], Conversation]) -> Answer:
+    """Parse `body` with the route's own `parse_body`, plan the reply and render it after faults."""
     faults = state.faults
-    conv = parse(body, faults)
+    conv = parse_body(body, faults)
     reply, prompt = plan_reply(state, conv)
     seed = ids.digest(json.dumps(body, sort_keys=True))
-    cid = ids.make("chatcmpl-", seed, n=29)
     model = F.WRONG_MODEL_NAME if "wrong-model" in faults else (conv.model or state.config.model)
-    created = int(time.time())
     calls, extra_text = rendered_calls(reply, faults, seed)
-    text = reply.text + extra_text
+    return Answer(conv, reply, prompt, seed, model, int(time.time()), calls, reply.text + extra_text)
+
+
+async def chat(request: web.Request, state, body: dict):
+    faults = state.faults
+    answer = plan_answer(state, body, parse)
+    reply, prompt, model, created, calls, text = (answer.reply, answer.prompt, answer.model, answer.created,
+                                                  answer.calls, answer.text)
+    cid = ids.make("chatcmpl-", answer.seed, n=29)
     fr = finish_reason(reply, faults)
     # vLLM names the matched stop string (or stop token id) in a non-standard `stop_reason` on the
     # choice (vllm/entrypoints/openai/protocol.py, ChatCompletionResponseChoice.stop_reason): a
     # translating router needs it to answer Anthropic's stop_reason stop_sequence + the string.
     matched_stop = reply.stop_sequence if reply.stop_reason == "stop_sequence" else None
     not_string = "tool-args-not-string" in faults
-    if not conv.stream:
+    if not answer.conv.stream:
         msg = {"role": "assistant", "content": text if (text or not calls) else None, "refusal": None,
                "tool_calls": [{"id": i, "type": "function",
                                "function": {"name": n, "arguments": a if not not_string else obj}}

@@ -22,11 +22,9 @@ Python SDK's `types/responses/*_event.py`):
 from __future__ import annotations
 
 import json
-import time
 
 from aiohttp import web
 
-from conformance.engine import faults as F
 from conformance.engine import ids, tokenizer
 from conformance.engine.conversation import (
     Conversation,
@@ -39,7 +37,7 @@ from conformance.engine.conversation import (
     is_int,
     require,
 )
-from conformance.engine.openai_route import effort_check, plan_reply, rendered_calls
+from conformance.engine.openai_route import effort_check, plan_answer
 from conformance.engine.wire import ClientGone, SSEWriter, split_json, split_text, start_sse
 
 
@@ -148,14 +146,10 @@ def _parse_input(inp):
 
 async def responses(request: web.Request, state, body: dict):
     faults = state.faults
-    conv = parse(body, faults)
-    reply, prompt = plan_reply(state, conv)
-    seed = ids.digest(json.dumps(body, sort_keys=True))
+    answer = plan_answer(state, body, parse)
+    reply, prompt, seed, model, created, calls, text = (answer.reply, answer.prompt, answer.seed, answer.model,
+                                                        answer.created, answer.calls, answer.text)
     rid = ids.make("resp_", seed, n=32)
-    model = F.WRONG_MODEL_NAME if "wrong-model" in faults else (conv.model or state.config.model)
-    created = int(time.time())
-    calls, extra_text = rendered_calls(reply, faults, seed)
-    text = reply.text + extra_text
 
     items = []
     if reply.thinking is not None:
@@ -189,7 +183,7 @@ async def responses(request: web.Request, state, body: dict):
                 "usage": usage if with_usage else None, "user": None}
 
     final_status = "incomplete" if incomplete else "completed"
-    if not conv.stream:
+    if not answer.conv.stream:
         return web.json_response(response_obj(final_status, items, True))
 
     resp = await start_sse(request)
