@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from conformance.jsonfile import read_json
+
 FORMAT = "conformance.capture"
 VERSION = 1
 
@@ -211,12 +213,7 @@ def capture_from_json(d: Any, *, source: str = "<memory>") -> Capture:
 
 def load_capture(path: Path | str) -> Capture:
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CaptureFormatError(f"{path}: no such capture file") from None
-    except json.JSONDecodeError as exc:
-        raise CaptureFormatError(f"{path}: not JSON ({exc})") from exc
+    data = read_json(path, CaptureFormatError, missing="{path}: no such capture file", not_json="{path}: not JSON ({why})")
     cap = capture_from_json(data, source=str(path))
     cap.path = path
     return cap

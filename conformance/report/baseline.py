@@ -19,6 +19,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from conformance.jsonfile import read_json
+
 FORMAT = "conformance.baseline"
 VERSION = 1
 TODO_REASON = "TODO: say why this failure is known (issue link, version with the fix)"
@@ -43,12 +45,9 @@ class Baseline:
 
 def load(path: Path | str) -> Baseline:
     path = Path(path)
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BaselineError(f"baseline file {path} does not exist; write one with --conformance-baseline-write {path}") from None
-    except json.JSONDecodeError as exc:
-        raise BaselineError(f"baseline file {path} is not JSON ({exc})") from exc
+    doc = read_json(path, BaselineError,
+                    missing="baseline file {path} does not exist; write one with --conformance-baseline-write {path}",
+                    not_json="baseline file {path} is not JSON ({why})")
     if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("version") != VERSION:
         raise BaselineError(
             f"{path} is not a conformance baseline (format {doc.get('format') if isinstance(doc, dict) else None!r}, "
