@@ -12,7 +12,8 @@ Rules:
   is reported as a hang, not as a truncated stream); then the status (non-2xx →
   `suite.request.accepted` with the target's error text and the request field it names;
   count_tokens → `suite.count_tokens.available`); then the wire grammar (stream or not, decided
-  by the request's `stream`), tools (text-shaped calls, a forced or forbidden tool_choice,
+  by the request's `stream`), an output cap used up but reported as a natural end (a warning),
+  tools (text-shaped calls, a forced or forbidden tool_choice,
   arguments against the schema) and model identity on the accumulated message.
 - A tool call cut by the output cap (the last call of a turn whose stop reason is a cut one) is
   `tools.call_cut`, a warning; `tools.arguments_schema` stays passed when the cut was the only
@@ -30,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from conformance.checks import identity, tool_choice, tools
+from conformance.checks import identity, stop_reason, tool_choice, tools
 from conformance.checks import suite as S
 from conformance.checks.registry import violation
 from conformance.failures import HasViolations, Violation
@@ -252,6 +253,12 @@ def check_exchange(
         else:
             v.outcomes.setdefault(g.check_id, "warning" if g.severity == "warning" else "info")
     v.outcomes[summary_id] = "failed" if any(g.is_error for g in grammar) else "passed"
+
+    # 3b. an answer that used the whole output cap but says it finished (a warning)
+    capped = stop_reason.check_cap_reported(v.message, request, api, turn=turn)
+    if capped is not None:
+        v.outcomes[stop_reason.CAP_REPORTED] = capped[0]
+        v.violations.extend(capped[1])
 
     # 4. tools
     message = v.message
