@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.checks.registry import register, violation
+from conformance.checks.tools import stop_reason_of
 from conformance.failures import Violation
 
 CAP_REPORTED = register(
@@ -60,7 +61,7 @@ def check_cap_reported(message: Any, request: dict | None, api: str, *,
     if not isinstance(message, dict):
         return None
     cap, used = _cap(request, api), _used(message, api)
-    stop = message.get("stop_reason") if api == "anthropic" else message.get("finish_reason")
+    stop = stop_reason_of(message, api)
     if cap is None or used is None or stop not in (_NATURAL[api], _CUT[api]):
         return None
     if stop == _NATURAL[api] and used >= cap:

@@ -72,12 +72,6 @@ def demanded(request: dict | None, api: str) -> tuple[str, str | None, list[str]
     return None
 
 
-def _stop_reason(message: Any, api: str) -> Any:
-    if not isinstance(message, dict):
-        return None
-    return message.get("stop_reason") if api == "anthropic" else message.get("finish_reason")
-
-
 def check_choice(message: Any, request: dict | None, api: str, *,
                  turn: int | None = None) -> tuple[str, list[Violation], str] | None:
     """(outcome, violations, note) for `tools.choice_honoured`, or None when it does not apply."""
@@ -87,7 +81,7 @@ def check_choice(message: Any, request: dict | None, api: str, *,
     mode, name, allowed = want
     shown = json.dumps((request or {}).get("tool_choice"))
     calls = tools.tool_calls(message, api)
-    stop = _stop_reason(message, api)
+    stop = tools.stop_reason_of(message, api)
     if mode == "forbid":
         if calls:
             return "failed", [violation(CHOICE_HONOURED, f"tool_choice {shown} forbids tool calls, but the answer "

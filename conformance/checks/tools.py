@@ -271,16 +271,19 @@ def _pointer(path) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
 
 
+def stop_reason_of(message: Any, api: str) -> Any:
+    """Why the turn ended: Anthropic `stop_reason`, OpenAI `finish_reason` (None without a message)."""
+    if message is None:
+        return None
+    return _get(message, "stop_reason" if api == "anthropic" else "finish_reason")
+
+
 def cut_reason(message: Any, api: str) -> str | None:
     """The message's stop reason when it says the output was cut short (finish_reason length /
     content_filter; stop_reason max_tokens, pause_turn, refusal, model_context_window_exceeded)."""
-    if message is None:
-        return None
-    if api == "anthropic":
-        reason = _get(message, "stop_reason")
-        return reason if isinstance(reason, str) and reason in CUT_STOP_REASONS else None
-    reason = _get(message, "finish_reason")
-    return reason if isinstance(reason, str) and reason in CUT_FINISH_REASONS else None
+    reason = stop_reason_of(message, api)
+    cut = CUT_STOP_REASONS if api == "anthropic" else CUT_FINISH_REASONS
+    return reason if isinstance(reason, str) and reason in cut else None
 
 
 def _cut_by(reason: str) -> str:

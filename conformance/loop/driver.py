@@ -537,8 +537,7 @@ class LoopDriver:
                 report.turns.append(record)
                 message = verdict.message
                 if isinstance(message, dict):
-                    record.stop_reason = (message.get("stop_reason") if self.api == "anthropic"
-                                          else message.get("finish_reason"))
+                    record.stop_reason = tool_checks.stop_reason_of(message, self.api)
                     record.calls = parse_calls(message, self.api, offered)
                 if verdict.errors or not isinstance(message, dict):
                     report.violations.extend(verdict.violations)
@@ -550,8 +549,7 @@ class LoopDriver:
                     report.ended = "exchange"
                     break
                 report.violations.extend(v for v in verdict.violations if not v.is_error)
-                stop = message.get("stop_reason") if self.api == "anthropic" else message.get("finish_reason")
-                record.stop_reason = stop
+                stop = record.stop_reason
                 calls = record.calls
                 # the judge decided the last call was cut by the cap (tools.call_cut): the client cannot
                 # run it, but it is the stop reason's doing, not a malformed call
