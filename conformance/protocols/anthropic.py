@@ -326,12 +326,10 @@ class StreamMachine:
                 "error", expected="no error event", seen=json.dumps(data)[:300])
 
     def _on_content_block_start(self, data: dict, ev: SSEEvent) -> None:
-        if self.open is not None:
-            # The previous block was never stopped (the grammar rule said so): close it here, as
-            # the SDKs' accumulators in effect do, so its input is judged on what it carried
-            # instead of staying {} and showing up again as a schema failure.
-            self._close_block(self.open, ev)
-            self.open = None
+        # The previous block was never stopped (the grammar rule said so): close it here, as the
+        # SDKs' accumulators in effect do, so its input is judged on what it carried instead of
+        # staying {} and showing up again as a schema failure.
+        self._end_open_block(ev)
         index = data.get("index")
         expected = len(self.blocks)
         if index != expected:
@@ -401,8 +399,12 @@ class StreamMachine:
             self.json_parts.setdefault(self.open, []).append(delta["partial_json"])
 
     def _on_content_block_stop(self, data: dict, ev: SSEEvent) -> None:
-        block = self._open_block(data, ev, "content_block_stop")
-        if block is None:
+        if self._open_block(data, ev, "content_block_stop") is not None:
+            self._end_open_block(ev)
+
+    def _end_open_block(self, ev: SSEEvent | None) -> None:
+        """Close the open block, if any: at its content_block_stop, or where a block left open ends."""
+        if self.open is None:
             return
         self._close_block(self.open, ev)
         self.open = None
@@ -442,9 +444,7 @@ class StreamMachine:
                         seen=json.dumps(block.get("signature")))
 
     def _on_message_delta(self, data: dict, ev: SSEEvent) -> None:
-        if self.open is not None:  # a block still open (its stop was missing or misnumbered): it ends here
-            self._close_block(self.open, ev)
-            self.open = None
+        self._end_open_block(ev)  # a block still open (its stop was missing or misnumbered) ends here
         delta = data.get("delta") if isinstance(data.get("delta"), dict) else {}
         self.saw_message_delta = True
         if self.message is None:
