@@ -27,6 +27,7 @@ from typing import Any
 from conformance.checks import tools
 from conformance.checks.registry import register, violation
 from conformance.failures import Violation
+from conformance.protocols.openai import CUT_FINISH_REASONS
 
 CHOICE_HONOURED = register(
     "tools.choice_honoured",
@@ -39,8 +40,10 @@ CHOICE_HONOURED = register(
     ),
 ).id
 
+# Stops that end a turn before the forced call could come. Anthropic: only the caps, not all of
+# CUT_STOP_REASONS (a refusal or a paused server-tool turn with a forced choice is judged).
 CUT_STOPS = {"anthropic": frozenset({"max_tokens", "model_context_window_exceeded"}),
-             "openai": frozenset({"length", "content_filter"})}
+             "openai": CUT_FINISH_REASONS}
 
 
 def demanded(request: dict | None, api: str) -> tuple[str, str | None, list[str] | None] | None:
