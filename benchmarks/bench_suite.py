@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def corpus(arg: str | None) -> Path:
     if arg:
         return Path(arg)
-    from conformance.captures import load_captures
-    from conformance.data import captured_dir
+    from conformance.capture.format import load_captures
+    from conformance.core.paths import captured_dir
 
     try:
         bundled = captured_dir()
@@ -41,7 +41,7 @@ def corpus(arg: str | None) -> Path:
 
 
 def requests_of(root: Path):
-    from conformance.captures import load_captures
+    from conformance.capture.format import load_captures
 
     for cap in load_captures(root):
         for ex in cap.main_exchanges():
@@ -49,7 +49,7 @@ def requests_of(root: Path):
 
 
 def bare(url: str, root: Path, rounds: int) -> tuple[float, int]:
-    from conformance.suite.client import headers_for
+    from conformance.net.client import headers_for
 
     n = 0
     start = time.perf_counter()

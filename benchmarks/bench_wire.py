@@ -4,9 +4,9 @@ Run: .venv/bin/python benchmarks/bench_wire.py [--events 20000] [--repeat 3] [--
 
 What is timed, on the same bytes (an Anthropic stream of thinking, text and tool_use blocks with
 ~N events, cut into network-sized chunks):
-- ours:      conformance.protocols.anthropic.check_stream — SSE decode + state machine + per-event
+- ours:      conformance.wire.anthropic.check_stream — SSE decode + state machine + per-event
              JSON Schema validation + accumulation (the full judge).
-- ours/sse:  conformance.sse.decode alone (framing only), for reference.
+- ours/sse:  conformance.wire.sse.decode alone (framing only), for reference.
 - sdk:       the anthropic SDK accumulating the same bytes through its public streaming API
              (`client.messages.stream(...).get_final_message()`), served by an in-memory httpx2
              transport so no socket time is counted.
@@ -27,8 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from conformance.protocols import anthropic as judge  # noqa: E402
-from conformance.sse import decode  # noqa: E402
+from conformance.wire import anthropic as judge  # noqa: E402
+from conformance.wire.sse import decode  # noqa: E402
 
 
 def build_stream(n_events: int) -> bytes:

@@ -163,7 +163,7 @@ def conformance_settings(request: pytest.FixtureRequest, conformance_session, co
 @pytest.fixture
 def conformance_ctx(request: pytest.FixtureRequest, conformance_session, conformance_settings):
     """A CheckContext for one test: send, judge, record outcomes, and fail with a failure folder."""
-    from conformance.suite.context import CheckContext
+    from conformance.suite.check_context import CheckContext
 
     ctx = CheckContext(request.node, conformance_session, conformance_settings)
     yield ctx

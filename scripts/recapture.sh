@@ -2,7 +2,7 @@
 # Rebuild captured/ from the pinned real clients, offline, in a few minutes.
 #   scripts/recapture.sh                 # clients in ./.clients (installed if missing)
 #   CONFORMANCE_CLIENTS_DIR=/x scripts/recapture.sh --only claude-code
-# Extra arguments go to `python -m conformance.clients.recapture` (--out, --only, --upstream, ...).
+# Extra arguments go to `python -m conformance.capture.recapture` (--out, --only, --upstream, ...).
 # Afterwards `conformance capture --diff OLD NEW` shows what a new client release changed.
 set -eu
 cd "$(dirname "$0")/.."
@@ -13,4 +13,4 @@ INSTALL=""
 if [ ! -e "$CLIENTS/node_modules/.bin/claude" ] || [ ! -e "$CLIENTS/node_modules/.bin/opencode" ]; then
   INSTALL="--install"
 fi
-exec "$PY" -m conformance.clients.recapture --clients "$CLIENTS" $INSTALL "$@"
+exec "$PY" -m conformance.capture.recapture --clients "$CLIENTS" $INSTALL "$@"

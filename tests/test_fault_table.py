@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.checks.registry import load_all
-from conformance.data import fixtures_dir
+from conformance.checks.catalog import load_all
+from conformance.core.paths import fixtures_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 FAULTS_MD = ROOT.parent / "shared" / "design" / "FAULTS.md"
@@ -33,7 +33,7 @@ FOUND = TABLE.get("found", [])
 # The module that registers each issue's check ids: a row is only allowed to be pending while
 # its issue's module does not exist.
 ISSUE_MODULE = {
-    2: "conformance.protocols.anthropic",
+    2: "conformance.wire.anthropic",
     4: "conformance.checks.suite",
     7: "conformance.checks.translation",
     9: "conformance.checks.context",

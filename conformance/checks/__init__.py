@@ -1,1 +1,1 @@
-"""Checks by area, all registered in `conformance.checks.registry` (the one registry)."""
+"""Checks by area, all registered in `conformance.core.registry` (the one registry)."""

@@ -15,7 +15,7 @@ Rules:
 
 from __future__ import annotations
 
-from conformance.checks.registry import register
+from conformance.core.registry import register
 
 register(
     "context.needle_depth0",

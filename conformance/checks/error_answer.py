@@ -15,9 +15,9 @@ Rules:
 from __future__ import annotations
 
 from conformance.checks import suite as S
-from conformance.checks.registry import violation
-from conformance.failures import Violation
-from conformance.transport import RawExchange
+from conformance.core.failures import Violation
+from conformance.core.registry import violation
+from conformance.net.transport import RawExchange
 
 
 def check_error_answer(raw: RawExchange, api: str) -> list[Violation]:

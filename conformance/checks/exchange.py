@@ -4,7 +4,7 @@ attribution and the probes all call.
 Rules:
 - `check_exchange(raw, request, api=..., expect_model=..., turn=...)` never raises on a target's
   behaviour; it returns an `ExchangeVerdict`: the violations (errors and warnings), the
-  accumulated message (via `conformance.protocols.<api>`), and `outcomes`, the verdict per check
+  accumulated message (via `conformance.wire.<api>`), and `outcomes`, the verdict per check
   id that applied (passed / failed / warning / unverifiable / skipped) — what the results record
   stores, so a pass is recorded as a pass, not as silence.
 - Order, and what stops judging: transport errors first (connect → `suite.target.reachable`;
@@ -33,9 +33,9 @@ from urllib.parse import urlsplit
 
 from conformance.checks import identity, stop_reason, tool_choice, tools
 from conformance.checks import suite as S
-from conformance.checks.registry import violation
-from conformance.failures import HasViolations, Violation
-from conformance.transport import RawExchange
+from conformance.core.failures import HasViolations, Violation
+from conformance.core.registry import violation
+from conformance.net.transport import RawExchange
 
 _DEADLINE_CHECK = {
     "deadline_total": S.DEADLINE_TOTAL,
@@ -69,10 +69,10 @@ class ExchangeVerdict(HasViolations):
 
 
 def protocol(api: str):
-    """The wire-core module for an API (`conformance.protocols.anthropic` / `.openai`)."""
+    """The wire-core module for an API (`conformance.wire.anthropic` / `.openai`)."""
     if api not in ("anthropic", "openai"):
         raise ValueError(f"unknown api {api!r}: expected 'anthropic' or 'openai'")
-    return importlib.import_module(f"conformance.protocols.{api}")
+    return importlib.import_module(f"conformance.wire.{api}")
 
 
 # ----------------------------------------------------------------------------- error text

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import re
 
-from conformance.checks.registry import register, violation
-from conformance.failures import Violation
+from conformance.core.failures import Violation
+from conformance.core.registry import register, violation
 
 MODEL_MATCHES = register(
     "identity.model_matches",

@@ -13,7 +13,7 @@ Rules:
 
 from __future__ import annotations
 
-from conformance.checks.registry import register
+from conformance.core.registry import register
 
 register(
     "load.concurrency_acceptance",

@@ -11,7 +11,7 @@ Rules:
 
 from __future__ import annotations
 
-from conformance.checks.registry import register
+from conformance.core.registry import register
 
 register(
     "loop.completed",

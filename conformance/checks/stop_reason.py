@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.checks.registry import register, violation
 from conformance.checks.tools import stop_reason_of
-from conformance.failures import Violation
+from conformance.core.failures import Violation
+from conformance.core.registry import register, violation
 
 CAP_REPORTED = register(
     "suite.stop_reason.cap_reported",

@@ -10,7 +10,7 @@ Rules:
 
 from __future__ import annotations
 
-from conformance.checks.registry import register
+from conformance.core.registry import register
 
 REQUEST_ACCEPTED = register(
     "suite.request.accepted",
@@ -77,7 +77,7 @@ STREAM_WELLFORMED = register(
     "suite.stream.wellformed",
     "the stream follows the wire grammar to the last event (every rule of the wire core)",
     description=(
-        "Summary check recorded when a stream passes every rule of conformance.protocols; a "
+        "Summary check recorded when a stream passes every rule of conformance.wire; a "
         "failing stream is recorded under the specific rule that broke."
     ),
 ).id
@@ -87,7 +87,7 @@ RESPONSE_WELLFORMED = register(
     "the non-stream response has the API's shape (every rule of the wire core)",
     description=(
         "Summary check recorded when a non-stream response passes every rule of "
-        "conformance.protocols; a failing response is recorded under the specific rule."
+        "conformance.wire; a failing response is recorded under the specific rule."
     ),
 ).id
 

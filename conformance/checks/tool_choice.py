@@ -25,9 +25,9 @@ import json
 from typing import Any
 
 from conformance.checks import tools
-from conformance.checks.registry import register, violation
-from conformance.failures import Violation
-from conformance.protocols.openai import CUT_FINISH_REASONS
+from conformance.core.failures import Violation
+from conformance.core.registry import register, violation
+from conformance.wire.openai import CUT_FINISH_REASONS
 
 CHOICE_HONOURED = register(
     "tools.choice_honoured",

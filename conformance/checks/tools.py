@@ -1,7 +1,7 @@
 """Tool-call checks (`tools.*`): calls arrive structured, name an offered tool, fit its schema.
 
 Rules:
-- Works on the accumulated message of either API (conformance.protocols): Anthropic `tool_use`
+- Works on the accumulated message of either API (conformance.wire): Anthropic `tool_use`
   blocks with a parsed `input`, OpenAI `tool_calls` with `function.arguments` as a JSON string.
 - `tools.call_structured` fires only when the request offered tools and no structured call came
   while the answer's text looks like a call: the signature of an engine running without its
@@ -38,10 +38,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from conformance.checks.registry import register, violation
-from conformance.failures import Violation
-from conformance.protocols.anthropic import CUT_STOP_REASONS
-from conformance.protocols.openai import CUT_FINISH_REASONS
+from conformance.core.failures import Violation
+from conformance.core.registry import register, violation
+from conformance.wire.anthropic import CUT_STOP_REASONS
+from conformance.wire.openai import CUT_FINISH_REASONS
 
 CALL_STRUCTURED = register(
     "tools.call_structured",

@@ -1,7 +1,7 @@
 """Translation checks (`translation.*`): what a router changed between the client and the engine.
 
 Rules:
-- Inputs are a `Hop` (conformance.translation builds it): the Anthropic body the client sent,
+- Inputs are a `Hop` (conformance.layers.hop builds it): the Anthropic body the client sent,
   the body that reached the engine (its dialect: `openai` chat completions or `anthropic`
   pass-through), the engine's answer (accumulated message; `exact` when it is the recorded answer
   of that very request, not a replayed sample) and the accumulated message the client got.
@@ -27,8 +27,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.checks.registry import register, violation
-from conformance.failures import Violation
+from conformance.core.failures import Violation
+from conformance.core.registry import register, violation
 
 _ROUTER = "the router between client and engine"
 

@@ -6,7 +6,7 @@ Rules:
 - Offline settings from PEERS.md: a scratch HOME (and XDG dirs) per run, Claude Code with
   `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1`, opencode with
   `OPENCODE_DISABLE_MODELS_FETCH=1 OPENCODE_DISABLE_AUTOUPDATE=1` and a provider in the project's
-  `opencode.json`. The CLI's base URL is the capture proxy (`conformance.proxy`), which forwards
+  `opencode.json`. The CLI's base URL is the capture proxy (`conformance.capture.proxy`), which forwards
   to the target byte for byte and records every exchange; each recorded model exchange is then
   judged by `check_exchange`, so a wire fault is named even when the CLI swallows it.
 - Model output must not run on the host: Claude Code runs with `--permission-mode acceptEdits
@@ -33,12 +33,13 @@ from pathlib import Path
 from typing import Any
 
 import conformance.checks.loop  # noqa: F401  (registers loop.*)
-from conformance.captures import Capture, save_capture
-from conformance.checks.registry import violation
-from conformance.failures import ConformanceFailure, HasViolations, Violation
+from conformance.capture.format import Capture, save_capture
+from conformance.core.failures import HasViolations, Violation
+from conformance.core.registry import violation
 from conformance.loop.sandbox import Sandbox
 from conformance.loop.scenarios import Scenario, check_completion
-from conformance.transport import RawExchange
+from conformance.net.transport import RawExchange
+from conformance.report.text import ConformanceFailure
 
 CLIENTS = ("claude-code", "opencode")
 _BIN_NAMES = {"claude-code": "claude", "opencode": "opencode"}
@@ -195,7 +196,7 @@ def run_live(client: str, scenario: Scenario, target: str, *, binary: str | Path
     """Run `client` on `scenario` against `target` (through the capture proxy) and judge it."""
     import random
 
-    from conformance.proxy import CaptureRecorder, CaseInfo, serve_proxy_in_thread
+    from conformance.capture.proxy import CaptureRecorder, CaseInfo, serve_proxy_in_thread
 
     exe = find_binary(client, binary)
     version = client_version(exe)

@@ -5,9 +5,9 @@ Rules:
   (capture a client with no model at all). Exactly one of them, or `--diff OLD NEW`.
 - The capture goes to `OUT/LABEL.json` (LABEL defaults to `capture-<UTC time>`), rewritten after
   every exchange, so stopping the proxy (Ctrl-C) at any time leaves a valid file.
-- Secrets and identifiers are redacted before anything is written (conformance.redact);
+- Secrets and identifiers are redacted before anything is written (conformance.capture.redact);
   `--redact-header`, `--keep-header`, `--secret`, `--no-pseudonyms`, `--filler` tune it.
-- `--diff` prints the structural differences (conformance.capdiff); exit 0 when none, 1 when
+- `--diff` prints the structural differences (conformance.capture.diff); exit 0 when none, 1 when
   there are, 2 when a corpus cannot be read.
 """
 
@@ -60,8 +60,8 @@ def run(args) -> int:
     import sys
 
     if args.diff:
-        from conformance.capdiff import diff_paths, format_diff
-        from conformance.captures import CaptureFormatError
+        from conformance.capture.diff import diff_paths, format_diff
+        from conformance.capture.format import CaptureFormatError
 
         try:
             changes = diff_paths(*args.diff, responses=args.diff_responses)
@@ -88,8 +88,8 @@ def run(args) -> int:
     import time
     from pathlib import Path
 
-    from conformance.proxy import CaptureRecorder, CaseInfo, run_proxy_forever
-    from conformance.redact import IDENTIFIER_HEADERS, SECRET_HEADERS, RedactionConfig
+    from conformance.capture.proxy import CaptureRecorder, CaseInfo, run_proxy_forever
+    from conformance.capture.redact import IDENTIFIER_HEADERS, SECRET_HEADERS, RedactionConfig
 
     label = args.label or time.strftime("capture-%Y%m%dT%H%M%SZ", time.gmtime())
     if "/" in label or label.startswith("."):

@@ -39,7 +39,7 @@ def run(args) -> int:
     import json
     from pathlib import Path
 
-    from conformance.failures import format_violation
+    from conformance.report.text import format_violation
 
     try:
         body = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
@@ -58,9 +58,9 @@ def run(args) -> int:
         return _fail(f"--status {args.status} is not an HTTP status code (100-599).")
 
     if args.protocol == "anthropic":
-        from conformance.protocols import anthropic as proto
+        from conformance.wire import anthropic as proto
     else:
-        from conformance.protocols import openai as proto
+        from conformance.wire import openai as proto
 
     head = body.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
     complete = None

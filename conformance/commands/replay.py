@@ -7,9 +7,9 @@ Rules:
   go along, minus hop-by-hop ones and redacted values, with the key placed the way the client
   sends it. `--model-map` and `--salt` change the body (then it is re-serialised the same compact
   way) and say so in the output. Headers, URL joining, salting and re-serialisation are the
-  suite's own (`conformance.suite.client`), so a replay sends what the suite sends.
+  suite's own (`conformance.net.client`), so a replay sends what the suite sends.
 - Each response is judged by `conformance.checks.exchange.check_exchange`, the same function the
-  suite uses, and printed through `conformance.failures.format_failure`.
+  suite uses, and printed through `conformance.core.failures.format_failure`.
 - Exit codes: 0 every capture passed (warnings allowed), 1 at least one error violation, 2 bad
   input (no capture, unreadable or unknown-version file, bad option) or a target that cannot be
   reached at all (nothing was judged).
@@ -59,7 +59,7 @@ def _content_predicate(api: str):
     import importlib
 
     try:
-        mod = importlib.import_module(f"conformance.protocols.{api}")
+        mod = importlib.import_module(f"conformance.wire.{api}")
         return getattr(mod, "content_started", None)
     except ImportError:
         return None
@@ -70,8 +70,8 @@ def replay_capture(capture, *, target: str, model_map: dict[str, str], salt: str
     """Replay one capture. Returns (violations, notes, reached) — reached is False when no
     request could connect at all."""
     from conformance.checks.exchange import check_exchange
-    from conformance.suite import client
-    from conformance.transport import send_sync
+    from conformance.net import client
+    from conformance.net.transport import send_sync
 
     violations = []
     notes: list[str] = []
@@ -111,9 +111,10 @@ def run(args) -> int:
     import sys
     from pathlib import Path
 
-    from conformance.captures import CaptureFormatError, iter_capture_files, load_capture
-    from conformance.failures import errors, format_failure, format_violation
-    from conformance.transport import Deadlines
+    from conformance.capture.format import CaptureFormatError, iter_capture_files, load_capture
+    from conformance.core.failures import errors
+    from conformance.net.transport import Deadlines
+    from conformance.report.text import format_failure, format_violation
 
     try:
         model_map = parse_model_map(args.model_map)

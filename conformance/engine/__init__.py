@@ -2,8 +2,9 @@
 
 Rules:
 - It is a test double of an LLM *engine*. It shares no code with the judge: nothing here imports
-  `conformance.sse`, `conformance.protocols`, `conformance.schemas` or `conformance.checks`
-  (tests/engine/test_independence.py enforces it). Only the standard library, aiohttp and
+  anything of the judge (`conformance.wire`, `conformance.checks`, `conformance.net`, ...)
+  (tests/engine/test_independence.py enforces it as an allowlist). Only the standard library, aiohttp,
+  `conformance.core.paths` (to find the bundled scenarios) and
   `conformance.engine.*`.
 - Behaviour is deterministic: the same request gives the same bytes (ids are derived from the
   request), except for timestamps.

@@ -92,8 +92,8 @@ def load_dir(folder) -> list[Scenario]:
 
 
 def default_dir() -> Path:
-    # The engine resolves the bundled fixtures itself (conformance.data holds no judge code).
-    from conformance.data import fixtures_dir
+    # The engine resolves the bundled fixtures itself (conformance.core.paths holds no judge code).
+    from conformance.core.paths import fixtures_dir
 
     return fixtures_dir() / "scenarios"
 

@@ -3,13 +3,13 @@
 Rules:
 - The first request is a real client's captured first request (`find_template`): Claude Code's
   for the Anthropic wire, opencode's OpenAI-compatible one for the OpenAI wire, taken from
-  `conformance.data.captured_dir()`; the bundled recordings in `conformance/loop/templates/` are
+  `conformance.core.paths.captured_dir()`; the bundled recordings in `conformance/loop/templates/` are
   only a fallback when the corpus holds none. Only three things change in it: the working
   directory named in the system text becomes the sandbox root, the user's prompt text becomes
   the scenario prompt (inside Claude Code's structure: `<system-reminder>` blocks, the
   `role: system` entry inside messages and cache_control stay; opencode's literal quotes around
   the prompt stay), and `model` when the run asks for one.
-- Every turn is sent with deadlines (`conformance.transport`) and judged by
+- Every turn is sent with deadlines (`conformance.net.transport`) and judged by
   `check_exchange`; the first turn whose exchange has errors ends the loop and names the turn.
 - Tool calls are parsed from the accumulated message, run in the sandbox, and appended exactly
   as the client does (measured on Claude Code 2.1.197 and opencode 1.18.33, see docs/loop.md):
@@ -48,7 +48,7 @@ from typing import Any
 import httpx
 
 import conformance.checks.loop  # noqa: F401  (registers the loop.* checks)
-from conformance.captures import (
+from conformance.capture.format import (
     Capture,
     CapturedRequest,
     CaptureFormatError,
@@ -56,14 +56,15 @@ from conformance.captures import (
     load_capture,
 )
 from conformance.checks import tools as tool_checks
-from conformance.checks.registry import violation
-from conformance.data import captured_dir
-from conformance.failures import ConformanceFailure, HasViolations, Violation
+from conformance.core.failures import HasViolations, Violation
+from conformance.core.paths import captured_dir
+from conformance.core.registry import violation
+from conformance.core.results import Result
 from conformance.loop.sandbox import Sandbox, ToolOutcome
 from conformance.loop.scenarios import Scenario, check_completion
 from conformance.loop.tools import CLIENT_FOR_API, offered_tool_names
-from conformance.results import Result
-from conformance.transport import Deadlines, RawExchange, send
+from conformance.net.transport import Deadlines, RawExchange, send
+from conformance.report.text import ConformanceFailure
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 _CWD_RX = re.compile(r"working directory:\s*(/[^\s\"\\<>]+)", re.IGNORECASE)
@@ -473,7 +474,7 @@ class LoopDriver:
 
     def _send(self, body: dict) -> RawExchange:
         from conformance.checks.exchange import protocol
-        from conformance.suite.client import headers_for, serialize, target_url
+        from conformance.net.client import headers_for, serialize, target_url
 
         req = self.template.request
         if self.sender is not None:
@@ -507,7 +508,7 @@ class LoopDriver:
         try:
             body = build_first_request(self.template, scenario.prompt, sandbox.root, self.model)
             if self.salt_token:
-                from conformance.suite.client import salted
+                from conformance.net.client import salted
 
                 body = salted(body, self.api, self.salt_token)
             offered = offered_tool_names(self.api, body)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conformance.data import fixtures_dir
+from conformance.core.paths import fixtures_dir
 
 _TEMPLATE = re.compile(r"\{\{\s*([^}|]+?)\s*((?:\|\s*[a-z_]+\s*)*)\}\}")
 _INT = re.compile(r"-?\d+")

@@ -1,7 +1,7 @@
 """reports/peers/matrix.md: stack x check, from the results records (never from raw exchanges).
 
 Rules:
-- Input: `reports/peers/<stack>/results/` read with `conformance.results.read_results` (or the
+- Input: `reports/peers/<stack>/results/` read with `conformance.core.results.read_results` (or the
   report folder itself when the records lie there); one column per stack, one row per check id.
 - A cell counts records by outcome: `ok N` when every record passed, else the failing count first
   (`FAIL f/N`), with `warn`, `unverifiable`, `error`, `skipped` counts when present. A `*` marks a
@@ -16,7 +16,7 @@ import json
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from conformance.results import Result, read_results
+from conformance.core.results import Result, read_results
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "peers"
 

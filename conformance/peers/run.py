@@ -256,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     versions = C.installed_versions()
     trimmed = None
     if any(s.real_model for s in stacks):
-        from conformance.data import captured_dir
+        from conformance.core.paths import captured_dir
 
         trimmed = write_trimmed(captured_dir(), C.peers_dir() / "run" / "captures-trimmed")
     t0 = time.monotonic()

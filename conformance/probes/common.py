@@ -30,14 +30,15 @@ from typing import Any
 
 import httpx
 
-from conformance import transport
 from conformance.checks import context as _context_checks  # noqa: F401  (registers the context.* ids)
 from conformance.checks import load as _load_checks  # noqa: F401  (registers the load.* ids)
 from conformance.checks import reasoning as _reasoning_checks  # noqa: F401  (registers the reasoning.* ids)
-from conformance.checks import registry
-from conformance.failures import ConformanceFailure, Violation
-from conformance.results import Result
-from conformance.transport import Deadlines, RawExchange
+from conformance.core import registry
+from conformance.core.failures import Violation
+from conformance.core.results import Result
+from conformance.net import transport
+from conformance.net.transport import Deadlines, RawExchange
+from conformance.report.text import ConformanceFailure
 
 ANTHROPIC_VERSION = "2023-06-01"
 PATHS = {"anthropic": "/v1/messages", "openai": "/v1/chat/completions"}
@@ -79,7 +80,7 @@ class Target:
 
     def headers(self) -> dict[str, str]:
         try:
-            from conformance.suite.client import headers_for  # the suite's one way to send a key
+            from conformance.net.client import headers_for  # the suite's one way to send a key
         except ImportError:  # suite core not present: send it as each client does
             headers_for = None
         if headers_for is not None:
@@ -142,7 +143,7 @@ def salt_body(body: dict[str, Any], api: str, salt: str) -> dict[str, Any]:
     """A copy of `body` with the run token at the start of its system prompt (the suite's salting)."""
     if not salt:
         return copy.deepcopy(body)
-    from conformance.suite.client import salted
+    from conformance.net.client import salted
 
     return salted(body, api, salt)
 
@@ -154,9 +155,9 @@ def encode(body: dict[str, Any]) -> bytes:
 def _content_predicate(api: str):
     try:
         if api == "anthropic":
-            from conformance.protocols.anthropic import content_started
+            from conformance.wire.anthropic import content_started
         else:
-            from conformance.protocols.openai import content_started
+            from conformance.wire.openai import content_started
         return content_started
     except ImportError:  # wire core absent: the first byte counts as content
         return None
@@ -209,9 +210,9 @@ def judge(raw: RawExchange, request: dict[str, Any], api: str) -> Judged:
     # Suite core absent: the wire core alone (grammar), status and transport errors are read by
     # the callers from the RawExchange itself.
     if api == "anthropic":
-        from conformance.protocols import anthropic as proto
+        from conformance.wire import anthropic as proto
     else:
-        from conformance.protocols import openai as proto
+        from conformance.wire import openai as proto
     if not raw.ok:
         return Judged([], None)
     if request.get("stream"):
@@ -294,9 +295,9 @@ def error_envelope_violations(raw: RawExchange, api: str) -> list[Violation]:
         return []
     try:
         if api == "anthropic":
-            from conformance.protocols.anthropic import check_error
+            from conformance.wire.anthropic import check_error
         else:
-            from conformance.protocols.openai import check_error
+            from conformance.wire.openai import check_error
     except ImportError:
         return []
     return list(check_error(raw.status, raw.body()))

@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from conformance.checks import context as _context_checks  # noqa: F401  (registers the context.* ids)
-from conformance.checks import registry
+from conformance.core import registry
+from conformance.net.transport import Deadlines, RawExchange
 from conformance.probes.common import (
     ProbeOutcome,
     Target,
@@ -55,7 +56,6 @@ from conformance.probes.common import (
     stop_reason,
     target_gone,
 )
-from conformance.transport import Deadlines, RawExchange
 
 DEPTHS = (0.0, 0.25, 0.5, 0.75, 1.0)
 FRACTIONS = (0.25, 0.5, 0.9, 0.99)
@@ -600,8 +600,8 @@ async def advertised_outcome(probe: ContextProbe, *, max_factor: float = 4.0) ->
 
 def captured_max_tokens(root: Path | None = None) -> dict[str, list[int]]:
     """max_tokens values the captured clients sent, per client name."""
-    from conformance.captures import iter_capture_files, load_capture
-    from conformance.data import captured_dir
+    from conformance.capture.format import iter_capture_files, load_capture
+    from conformance.core.paths import captured_dir
 
     out: dict[str, set[int]] = {}
     try:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from conformance.checks import load as _load_checks  # noqa: F401  (registers the load.* ids)
-from conformance.checks import registry
+from conformance.core import registry
 from conformance.probes.common import (
     ProbeOutcome,
     Target,

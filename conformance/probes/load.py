@@ -29,8 +29,9 @@ from typing import Any
 import httpx
 
 from conformance.checks import load as _load_checks  # noqa: F401  (registers the load.* ids)
-from conformance.checks import registry
-from conformance.failures import Violation
+from conformance.core import registry
+from conformance.core.failures import Violation
+from conformance.net.transport import RawExchange
 from conformance.probes.common import (
     ProbeOutcome,
     Target,
@@ -44,7 +45,6 @@ from conformance.probes.common import (
     send,
     target_gone,
 )
-from conformance.transport import RawExchange
 
 # Checks whose failure means the stream ended early (a dropped stream, not a malformed one).
 _INCOMPLETE = ("anthropic.stream.complete", "openai.stream.done", "sse.stream.ends_mid_event")
@@ -83,7 +83,7 @@ def _tools(api: str) -> list[dict[str, Any]]:
 
 def scenario_items(target: Target, scenarios_dir: Path | None = None, max_tokens: int = 1024) -> list[WorkItem]:
     """The first turn of every bundled scenario, in the target's dialect."""
-    from conformance.data import fixtures_dir
+    from conformance.core.paths import fixtures_dir
 
     folder = scenarios_dir or (fixtures_dir() / "scenarios")
     items = []
@@ -103,8 +103,8 @@ def scenario_items(target: Target, scenarios_dir: Path | None = None, max_tokens
 
 def capture_items(target: Target, captures_root: Path | None = None) -> list[WorkItem]:
     """Every captured model request of the target's dialect, with the model mapped to the target's."""
-    from conformance.captures import iter_capture_files, load_capture
-    from conformance.data import captured_dir
+    from conformance.capture.format import iter_capture_files, load_capture
+    from conformance.core.paths import captured_dir
 
     try:
         root = captures_root or captured_dir()

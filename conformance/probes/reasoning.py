@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.checks import reasoning as _reasoning_checks  # noqa: F401  (registers the reasoning.* ids)
-from conformance.checks import registry
-from conformance.failures import Violation
+from conformance.core import registry
+from conformance.core.failures import Violation
 from conformance.probes.common import (
     ProbeOutcome,
     Target,

@@ -1,3 +1,3 @@
 """Reports from the results record: failure folders, reports/summary.md, JUnit properties and the
-baseline gate. Every module here reads `conformance.results` records or the Violations a check
+baseline gate. Every module here reads `conformance.core.results` records or the Violations a check
 produced; none re-derives a verdict."""

@@ -22,8 +22,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from conformance.failures import Violation, format_failure
-from conformance.suite.client import redact_headers
+from conformance.core.failures import Violation
+from conformance.net.client import redact_headers
+from conformance.report.text import format_failure
 
 _SECRET_HEADERS = {"x-api-key", "authorization"}
 

@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conformance.jsonfile import read_json
+from conformance.core.jsonfile import read_json
 
 FORMAT = "conformance.baseline"
 VERSION = 1

@@ -1,7 +1,7 @@
 """reports/summary.md: a matrix of captures (rows) x checks (columns), versions on top.
 
 Rules:
-- Built only from the results record (conformance.results); never re-derives a verdict.
+- Built only from the results record (conformance.core.results); never re-derives a verdict.
 - A row is a capture (client/version/case) or, for tests not tied to a capture, the test id;
   a cell is the worst outcome recorded for that row and check, in the order
   failed > error > warning > unverifiable > passed > info > skipped.
@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from conformance.results import Result, read_results
+from conformance.core.results import Result, read_results
 
 _RANK = {"failed": 6, "error": 5, "warning": 4, "unverifiable": 3, "passed": 2, "info": 1, "skipped": 0}
 SYMBOL = {"failed": "FAIL", "error": "ERROR", "warning": "warn", "unverifiable": "?", "passed": "ok",

@@ -8,7 +8,7 @@ Rules:
   (`upstream_api="anthropic"`, routing only).
 - Correct by default. Router-side faults are switched on by name (`faults.ROUTER_FAULTS`), each
   reproducing one row of FAULTS.md that real routers shipped.
-- It shares no code with the judge: it never imports conformance.sse / protocols / schemas /
+- It shares no code with the judge: it never imports conformance.wire.sse / protocols / schemas /
   checks (a test enforces this), so a bug in the judge cannot hide the same bug here.
 - Modules: `faults` (names), `translate` (pure request/response/stream translation),
   `server` (the aiohttp app), `launch` (in-thread and subprocess launchers).

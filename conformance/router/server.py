@@ -12,7 +12,7 @@ Rules:
   upstream errors come back as Anthropic error envelopes with the upstream status and message,
   a broken-off upstream stream ends with an `error` event (never a fabricated clean end).
 - Every upstream call has a deadline (connect 10 s, total `upstream_timeout`).
-- Never imports the judge (conformance.sse / protocols / schemas / checks).
+- Never imports the judge (conformance.wire.sse / protocols / schemas / checks).
 """
 
 from __future__ import annotations

@@ -2,13 +2,13 @@
 
 Rules:
 - The corpus is `--conformance-captures` (a folder or one file), else the bundled captured/
-  (`conformance.data.captured_dir()`); `--conformance-client` filters by client. Loaded once per
+  (`conformance.core.paths.captured_dir()`); `--conformance-client` filters by client. Loaded once per
   process (collection) and kept in the config stash.
 - A corpus that yields no capture is not a vacuous pass: the tests are parametrized with a
   single `no-captures` case that fails with `suite.corpus.present`.
 - Replay is byte-exact by default: the captured body bytes are sent unless the suite had to
   change the body (model rewrite to what the target serves, salt); changes go through the
-  mutators of `conformance.suite.client`.
+  mutators of `conformance.net.client`.
 - Exchanges of one test share memoised results through `session.cache` (the replay of a
   capture is judged by several tests: incremental delivery, variants, stop sequences).
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.captures import Capture, CaptureFormatError, Exchange, load_captures
+from conformance.capture.format import Capture, CaptureFormatError, Exchange, load_captures
 
 _CASES = pytest.StashKey[tuple]()
 
@@ -35,7 +35,7 @@ def _corpus(config) -> Path:
     opt = config.getoption("conformance_captures", None)
     if opt:
         return Path(opt)
-    from conformance.data import captured_dir
+    from conformance.core.paths import captured_dir
 
     return captured_dir()
 
@@ -105,7 +105,7 @@ def require_api(ctx, api: str) -> None:
 
 def prepared_body(ctx, exchange: Exchange) -> tuple[dict | None, bytes]:
     """The body the suite sends for a captured exchange: (parsed, bytes)."""
-    from conformance.suite.client import salted, serialize, with_model
+    from conformance.net.client import salted, serialize, with_model
 
     req = exchange.request
     body = req.body

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from conformance.transport import Deadlines
+from conformance.net.transport import Deadlines
 
 APIS = ("auto", "anthropic", "openai")
 CLIENTS = ("all", "claude-code", "opencode")
@@ -37,7 +37,7 @@ class SuiteConfig:
     model_map: dict[str, str] = field(default_factory=dict)  # captured/sent -> served (see README)
     api_key: str | None = None
     client: str = "all"
-    captures: Path | None = None  # None = the bundled corpus (conformance.data.captured_dir())
+    captures: Path | None = None  # None = the bundled corpus (conformance.core.paths.captured_dir())
     deadline_connect: float = 10.0
     deadline_first_content: float = 60.0
     deadline_total: float = 180.0

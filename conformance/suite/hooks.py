@@ -128,7 +128,7 @@ def settings_for(node, session: SuiteSession, overrides: dict | None) -> SuiteCo
 def on_call_report(item, call, report, session: SuiteSession) -> None:
     """A ConformanceFailure is shown as its formatted text (no traceback of the suite's own code),
     then the baseline gate applies."""
-    from conformance.failures import ConformanceFailure
+    from conformance.report.text import ConformanceFailure
 
     exc = call.excinfo.value if call.excinfo is not None else None
     if report.failed and isinstance(exc, ConformanceFailure):
@@ -140,9 +140,9 @@ def apply_baseline(item, call, report, session: SuiteSession) -> None:
     baseline = getattr(session, "baseline", None)
     if baseline is None:
         return
-    from conformance.failures import ConformanceFailure
     from conformance.report.baseline import compare
-    from conformance.suite.context import test_key
+    from conformance.report.text import ConformanceFailure
+    from conformance.suite.check_context import test_key
 
     known = baseline.for_test(test_key(item))
     if report.failed:
@@ -194,8 +194,8 @@ def finish(pytest_session: pytest.Session, session: SuiteSession) -> None:
     meta = {**run_facts(session), "salt": "on" if cfg.salt else "off"}
     session.summary_path = write_summary(session.report_dir, meta)
     if cfg.baseline_write is not None:
+        from conformance.core.results import read_results
         from conformance.report.baseline import write
-        from conformance.results import read_results
 
         failures: dict[str, set[str]] = {}
         messages: dict[str, str] = {}

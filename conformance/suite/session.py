@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conformance.results import Result, ResultsWriter
-from conformance.suite.client import headers_for, target_url
+from conformance.core.results import Result, ResultsWriter
+from conformance.net.client import headers_for, target_url
+from conformance.net.transport import Deadlines, RawExchange, send
 from conformance.suite.config import SuiteConfig
-from conformance.transport import Deadlines, RawExchange, send
 
 _PROBE = Deadlines(connect=3.0, first_content=5.0, total=8.0)
 # Does an endpoint exist? An empty body is refused at once by a live endpoint; a target that
@@ -135,7 +135,7 @@ class SuiteSession:
         if raw.error_kind == "connect":
             self.mark_down(f"{label or url}: {raw.error}")
         elif raw.error_kind in ("read", "protocol"):
-            from conformance.transport import probe
+            from conformance.net.transport import probe
 
             reason = probe(self.config.target or url, timeout=2.0)
             if reason is not None and "connect" in reason.lower():

@@ -149,8 +149,8 @@ def _answer_identity(sent, verdict, headers: tuple[str, ...]) -> dict[str, str]:
 
 
 def test_quoted_variant(capture, conformance_ctx):
+    from conformance.net.client import quoted, serialize
     from conformance.suite.cases import prepared_body
-    from conformance.suite.client import quoted, serialize
 
     ctx = _start(conformance_ctx, capture)
     base_sent, base = replay(ctx, capture, judge=False)[0]
@@ -193,8 +193,8 @@ def test_quoted_variant(capture, conformance_ctx):
 
 # --------------------------------------------------------------------------- count_tokens
 def test_count_tokens(capture, conformance_ctx):
+    from conformance.net.client import count_tokens_body
     from conformance.suite.cases import prepared_body
-    from conformance.suite.client import count_tokens_body
 
     ctx = _start(conformance_ctx, capture)
     first = capture.main_exchanges()[0]
@@ -237,8 +237,8 @@ def _reached(text: str, before: str, stop: str) -> bool:
 
 
 def test_stop_sequence(capture, conformance_ctx):
+    from conformance.net.client import serialize
     from conformance.suite.cases import prepared_body
-    from conformance.suite.client import serialize
 
     ctx = _start(conformance_ctx, capture)
     api = ctx.api

@@ -1,6 +1,6 @@
 """Router translation diff (marker `translation`; runs when --conformance-engine-url is given).
 
-For each translation probe (conformance.translation.probe_requests: Claude-Code-shaped turn 1,
+For each translation probe (conformance.layers.hop.probe_requests: Claude-Code-shaped turn 1,
 turn 2 with history, non-stream; the injection probe with --conformance-injection-route) and the
 first Anthropic request of each capture: send it through the target (the router), find what
 reached the engine in the engine's received log (`GET /_conformance/received` on the engine URL:
@@ -37,7 +37,7 @@ def pytest_generate_tests(metafunc):
 
 
 def test_translation(translation_case, conformance_ctx):
-    from conformance.translation import log_total, observe_hop, probe_requests
+    from conformance.layers.hop import log_total, observe_hop, probe_requests
 
     ctx = conformance_ctx
     engine_url = ctx.settings.engine_url

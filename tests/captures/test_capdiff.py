@@ -6,10 +6,10 @@ import copy
 import shutil
 from pathlib import Path
 
-from conformance.capdiff import diff_corpora, diff_paths
-from conformance.captures import load_capture, save_capture
+from conformance.capture.diff import diff_corpora, diff_paths
+from conformance.capture.format import load_capture, save_capture
 from conformance.cli import main
-from conformance.data import captured_dir
+from conformance.core.paths import captured_dir
 
 CC = "claude-code/2.1.197"
 

@@ -7,10 +7,10 @@ import re
 
 import pytest
 
-from conformance.captures import iter_capture_files, load_capture, load_captures
+from conformance.capture.format import iter_capture_files, load_capture, load_captures
+from conformance.capture.redact import SECRET_PATTERNS
 from conformance.cli import main
-from conformance.data import captured_dir
-from conformance.redact import SECRET_PATTERNS
+from conformance.core.paths import captured_dir
 
 CORPUS = captured_dir()
 CAPTURES = load_captures(CORPUS)
@@ -135,7 +135,7 @@ def test_the_whole_corpus_replays_green_against_the_reference_engine(capsys):
 
 @pytest.mark.parametrize("path", list(iter_capture_files(CORPUS)), ids=lambda p: p.relative_to(CORPUS).as_posix())
 def test_each_capture_round_trips_through_the_format(path, tmp_path):
-    from conformance.captures import save_capture
+    from conformance.capture.format import save_capture
 
     cap = load_capture(path)
     out = save_capture(cap, tmp_path / "copy.json")

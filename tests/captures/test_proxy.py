@@ -8,8 +8,8 @@ import time
 import httpx
 import pytest
 
-from conformance.captures import load_capture
-from conformance.proxy import CaptureRecorder, CaseInfo, infer_client, serve_proxy_in_thread
+from conformance.capture.format import load_capture
+from conformance.capture.proxy import CaptureRecorder, CaseInfo, infer_client, serve_proxy_in_thread
 
 
 def sse(event: str, data: dict) -> bytes:
@@ -168,7 +168,7 @@ def test_upstream_breaking_mid_stream_is_recorded_and_passed_on(tmp_path, serve_
 
 
 def test_redaction_of_a_chunk_split_inside_a_character():
-    from conformance.redact import Redactor
+    from conformance.capture.redact import Redactor
 
     data = "key sk-ant-abcdefgh123456 é".encode()[:-1]  # ends inside é
     out = Redactor().redact_bytes(data)

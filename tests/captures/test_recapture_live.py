@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance.capdiff import diff_paths, format_diff
-from conformance.clients.recapture import BINARIES, PINS, main
-from conformance.data import captured_dir
+from conformance.capture.diff import diff_paths, format_diff
+from conformance.capture.recapture import BINARIES, PINS, main
+from conformance.core.paths import captured_dir
 
 CLIENTS = Path(os.environ.get("CONFORMANCE_CLIENTS_DIR", Path(__file__).resolve().parents[2] / ".clients"))
 INSTALLED = all((CLIENTS / BINARIES[c][1]).exists() for c in PINS)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conformance.redact import RedactionConfig, Redactor, fill_prose, fill_text
+from conformance.capture.redact import RedactionConfig, Redactor, fill_prose, fill_text
 
 
 def compact(obj) -> bytes:

@@ -12,11 +12,11 @@ import time
 import httpx
 import pytest
 
-from conformance.captures import CaptureFormatError, load_capture
+from conformance.capture.format import CaptureFormatError, load_capture
+from conformance.capture.proxy import CaptureRecorder, CaseInfo, serve_proxy_in_thread
 from conformance.cli import main
-from conformance.data import captured_dir
+from conformance.core.paths import captured_dir
 from conformance.engine.launch import serve_engine_in_thread
-from conformance.proxy import CaptureRecorder, CaseInfo, serve_proxy_in_thread
 
 CC_DEFAULT = captured_dir() / "claude-code/2.1.197/default.json"
 

@@ -2,8 +2,10 @@
 
 import pytest
 
-from conformance.checks import registry
-from conformance.failures import ConformanceFailure, Violation, Where, format_violation
+from conformance.checks import catalog
+from conformance.core import registry
+from conformance.core.failures import Violation, Where
+from conformance.report.text import ConformanceFailure, format_violation
 
 registry.register(
     "suite.selftest.example",
@@ -63,7 +65,7 @@ def test_conformance_failure_is_an_assertion_error_listing_errors_before_warning
 
 
 def test_every_registered_check_has_a_title_and_a_valid_severity():
-    specs = registry.load_all()
+    specs = catalog.load_all()
     assert specs, "load_all() found no checks"
     for s in specs:
         assert s.title.strip(), s.id

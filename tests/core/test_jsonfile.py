@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from conformance.captures import CaptureFormatError, load_capture
-from conformance.jsonfile import read_json
+from conformance.capture.format import CaptureFormatError, load_capture
+from conformance.core.jsonfile import read_json
 from conformance.report.baseline import BaselineError
 from conformance.report.baseline import load as load_baseline
 

@@ -38,7 +38,7 @@ def test_installed_copy_resolves_data_from_any_directory(wheel, tmp_path):
     with zipfile.ZipFile(wheel) as zf:
         zf.extractall(site)
     code = (
-        "import conformance.data as d, json;"
+        "import conformance.core.paths as d, json;"
         "print(json.dumps([str(d.captured_dir()), str(d.fixtures_dir()), str(d.schemas_dir())]))"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd="/tmp", capture_output=True, text=True,

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from conformance.captures import (
+from conformance.capture.format import (
     Capture,
     CapturedRequest,
     CapturedResponse,
@@ -16,7 +16,7 @@ from conformance.captures import (
     load_capture,
     save_capture,
 )
-from conformance.results import Result, ResultsWriter, read_results
+from conformance.core.results import Result, ResultsWriter, read_results
 
 
 def test_results_are_written_per_worker_and_merged_in_time_order(tmp_path, monkeypatch):

@@ -8,7 +8,7 @@ import time
 import pytest
 from aiohttp import web
 
-from conformance.transport import Deadlines, send_sync
+from conformance.net.transport import Deadlines, send_sync
 
 
 @pytest.fixture(scope="module")

@@ -33,7 +33,7 @@ O_FORCED = [dict(O_TOOL, tool_choice="required"),
 
 def judge(url, path, body, api, deadlines=None):
     from conformance.checks.exchange import check_exchange
-    from conformance.transport import Deadlines, send_sync
+    from conformance.net.transport import Deadlines, send_sync
 
     headers = {"content-type": "application/json"}
     headers.update({"x-api-key": "k", "anthropic-version": "2023-06-01"} if api == "anthropic"
@@ -162,8 +162,8 @@ def test_tool_choice_ignored_changes_nothing_without_a_forced_choice():
 
 
 def test_error_envelope_wrong():
-    from conformance.protocols import anthropic as A
-    from conformance.protocols import openai as O
+    from conformance.wire import anthropic as A
+    from conformance.wire import openai as O
 
     with engine("error-envelope-wrong") as url:
         s, _, c = post(url, "/v1/messages", {"model": "m", "messages": []})
@@ -238,7 +238,7 @@ def test_advertised_context_wrong():
 
 
 def test_buffered_stream():
-    from conformance.transport import send_sync
+    from conformance.net.transport import send_sync
 
     def spread(url):
         raw = send_sync("POST", url + "/v1/messages", headers={"content-type": "application/json"},
@@ -256,7 +256,7 @@ def test_buffered_stream():
 
 @pytest.mark.parametrize("fault", ["hang", "hang-with-pings"])
 def test_hang_faults_caught_by_total_deadline(fault):
-    from conformance.transport import Deadlines
+    from conformance.net.transport import Deadlines
 
     with engine(fault) as url:
         t0 = time.monotonic()
@@ -311,7 +311,7 @@ def test_every_fault_has_a_test():
 
 
 def test_every_engine_row_of_the_fault_table_is_a_fault():
-    from conformance.data import fixtures_dir
+    from conformance.core.paths import fixtures_dir
 
     table = json.loads((fixtures_dir() / "faults.json").read_text())
     # FAULTS.md's rows, and the found rows (seen on a real stack, not in FAULTS.md: tool-choice-ignored)

@@ -1,5 +1,5 @@
 """The reference engine shares no code with the judge: it imports only the standard library,
-aiohttp and conformance.engine.* (plus conformance.data to find the bundled scenarios)."""
+aiohttp and conformance.engine.* (plus conformance.core.paths to find the bundled scenarios)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import conformance.engine
 
 ENGINE_DIR = Path(conformance.engine.__file__).parent
-FORBIDDEN = ("conformance.sse", "conformance.protocols", "conformance.schemas", "conformance.checks")
-ALLOWED_CONFORMANCE = ("conformance.engine", "conformance.data")
+FORBIDDEN = ("conformance.wire", "conformance.net", "conformance.checks")
+ALLOWED_CONFORMANCE = ("conformance.engine", "conformance.core.paths")
 ALLOWED_THIRD_PARTY = ("aiohttp",)
 
 

@@ -14,7 +14,7 @@ import random
 
 import pytest
 
-from conformance.data import fixtures_dir
+from conformance.core.paths import fixtures_dir
 
 from .helpers import (
     CLAUDE_TOOLS,
@@ -50,8 +50,8 @@ def test_scenario_files_valid_against_schema():
 
 def _wire_core_passes(url, api, body):
     """The same turn, sent raw, passes the wire core's stream checks."""
-    from conformance.protocols import anthropic as A
-    from conformance.protocols import openai as O
+    from conformance.wire import anthropic as A
+    from conformance.wire import openai as O
 
     path = "/v1/messages" if api == "anthropic" else "/v1/chat/completions"
     status, _, chunks = post(url, path, body)

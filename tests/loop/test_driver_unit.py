@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.captures import Capture, CapturedRequest, Exchange, load_capture, save_capture
+from conformance.capture.format import Capture, CapturedRequest, Exchange, load_capture, save_capture
 from conformance.loop.driver import (
     TEMPLATES_DIR,
     LoopDriver,
@@ -156,7 +156,7 @@ def test_parse_calls_flags_malformed_calls() -> None:
 
 
 def test_the_bundled_corpus_provides_both_templates() -> None:
-    from conformance.data import captured_dir
+    from conformance.core.paths import captured_dir
 
     for api, client in (("anthropic", "claude-code"), ("openai", "opencode")):
         t = find_template(api, captured_dir())
@@ -207,7 +207,7 @@ def _sse(api: str, args: str, stop: str) -> bytes:
 
 def _run_one_turn(api: str, stream: bytes, tmp_path: Path):
     from conformance.loop.scenarios import get_scenario
-    from conformance.transport import RawExchange
+    from conformance.net.transport import RawExchange
 
     def sender(req, body: bytes) -> RawExchange:
         return RawExchange("POST", f"http://127.0.0.1:9{req.path}", {}, body, status=200,

@@ -8,10 +8,10 @@ import socket
 
 import pytest
 
-from conformance.failures import ConformanceFailure
 from conformance.loop.driver import LoopDriver
 from conformance.loop.sandbox import ToolOutcome
 from conformance.loop.scenarios import get_scenario, load_scenarios
+from conformance.report.text import ConformanceFailure
 
 from .conftest import engine
 
@@ -189,7 +189,7 @@ def test_an_output_cap_ends_the_loop_with_a_stop_reason_failure(tmp_path):
 
 
 def test_a_hanging_target_fails_the_turn_on_its_deadline(tmp_path):
-    from conformance.transport import Deadlines
+    from conformance.net.transport import Deadlines
 
     with engine("hang-with-pings") as url:
         report = LoopDriver(url, "anthropic", workdir=tmp_path, deadlines=Deadlines(2, 2, 4)).run(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
+from conformance.core.results import Result, ResultsWriter
 from conformance.peers.matrix import build_matrix
 from conformance.peers.stacks import Stack
-from conformance.results import Result, ResultsWriter
 
 
 def test_matrix_counts_outcomes_and_marks_known(tmp_path):

@@ -3,7 +3,7 @@ that failed in the last peer run (reports/peers/<stack>/, written by .ci/peers/r
 exactly the known failures in fixtures/peers/<stack>.json — a new failure or a known failure that
 no longer happens both fail, so a router or engine upgrade is gated.
 
-This reads the results records only (conformance.results.read_results). Without a peer run the
+This reads the results records only (conformance.core.results.read_results). Without a peer run the
 tests skip, naming the command; `.ci/peers/run-all` sets CONFORMANCE_PEERS_REQUIRED=1, and then a
 stack that the run attempted (reports/peers/run.json) but that left no results fails.
 """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conformance.data import captured_dir
+from conformance.core.paths import captured_dir
 from conformance.peers import trim
 from conformance.peers.trim import REAL_ENGINE_CASES, trim_body, write_trimmed
 

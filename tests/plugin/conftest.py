@@ -15,12 +15,12 @@ import pytest
 # transport would then fail to recognise a ConnectError raised by the newer copy.
 import conformance.checks.exchange  # noqa: F401,E402
 import conformance.engine.launch  # noqa: F401,E402
-import conformance.protocols.anthropic  # noqa: F401,E402
-import conformance.protocols.openai  # noqa: F401,E402
-import conformance.suite.context  # noqa: F401,E402
+import conformance.net.transport  # noqa: F401,E402
+import conformance.suite.check_context  # noqa: F401,E402
 import conformance.suite.session  # noqa: F401,E402
-import conformance.transport  # noqa: F401,E402
-from conformance.results import Result, read_results
+import conformance.wire.anthropic  # noqa: F401,E402
+import conformance.wire.openai  # noqa: F401,E402
+from conformance.core.results import Result, read_results
 
 # pytester is enabled in tests/conftest.py (pytest_plugins only works in the top-level conftest)
 

@@ -7,8 +7,8 @@ import json
 from conformance.checks.exchange import check_exchange, named_field
 from conformance.checks.identity import judge_model
 from conformance.checks.tools import check_arguments, check_call_structured
-from conformance.suite.client import headers_for, quoted, salted, target_url
-from conformance.transport import RawExchange
+from conformance.net.client import headers_for, quoted, salted, target_url
+from conformance.net.transport import RawExchange
 
 ANTHROPIC_TOOLS = [{"name": "Write", "input_schema": {
     "type": "object", "properties": {"file_path": {"type": "string"}, "content": {"type": "string"}},

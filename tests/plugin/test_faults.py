@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.data import fixtures_dir
+from conformance.core.paths import fixtures_dir
 from conformance.plugin import SUITE_DIR
 
 HERE = Path(__file__).resolve().parent

@@ -57,7 +57,7 @@ def test_summary_matrix_snapshot(pytester, engine_url, suite, snapshot):
 
 def test_failure_folder_reproduces_without_the_key(pytester, stop_missing_engine, suite):
     from conformance.checks.exchange import check_exchange
-    from conformance.transport import send_sync
+    from conformance.net.transport import send_sync
 
     run = suite(pytester, stop_missing_engine, *OWN, f"--conformance-api-key={SECRET}", captures=SMALL)
     assert run.outcome.ret == 1

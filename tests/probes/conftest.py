@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from conformance.engine.launch import serve_engine_in_thread, spawn_engine
+from conformance.net.transport import Deadlines
 from conformance.probes.common import Target
-from conformance.transport import Deadlines
 
 SMALL_CONTEXT = 4096  # small haystacks keep the context probes fast
 

@@ -12,12 +12,12 @@ import time
 import pytest
 
 from conformance.engine.launch import serve_engine_in_thread, spawn_engine
+from conformance.net.transport import Deadlines
 from conformance.probes import context as C
 from conformance.probes.common import Target, run_sync
 from conformance.probes.interference import interference_probe
 from conformance.probes.load import capture_items, concurrency_probe, loop_items
 from conformance.probes.reasoning import default_cases, reasoning_probe
-from conformance.transport import Deadlines
 
 FAULTS = ["(conformant)", "crash-under-concurrency", "context-truncated", "over-limit-not-refused",
           "advertised-context-wrong", "unbounded-reasoning", "output-cap", "hang", "hang-with-pings"]

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conformance.results import read_results
+from conformance.core.results import read_results
 
 
 def _pytest(tmp_path, url, *args, timeout=120):

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.checks import registry
+from conformance.core import registry
+from conformance.net.transport import RawExchange
 from conformance.probes import repeat as R
 from conformance.probes.common import ProbeOutcome, Target, percentile, salt_body
 from conformance.probes.context import NEEDLE_STATEMENT, haystack, needle_phrase, needle_text
 from conformance.probes.load import classify, ramp_levels
-from conformance.transport import RawExchange
 
 
 def test_ramp_levels_double_up_to_n():
@@ -63,7 +63,7 @@ def test_classify_names_what_broke():
     assert classify(_raw(None, "connect"), []) == "connection refused"
     assert classify(_raw(200, "read"), []) == "dropped stream"
     assert classify(_raw(200, "deadline_total"), []) == "deadline exceeded (hang)"
-    from conformance.protocols import anthropic  # noqa: F401  (registers the stream checks)
+    from conformance.wire import anthropic  # noqa: F401  (registers the stream checks)
 
     grammar = registry.violation("anthropic.stream.block_index", "x")
     assert classify(_raw(), [grammar]) == "malformed events"

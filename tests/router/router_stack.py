@@ -4,11 +4,11 @@ attribution matrix (fault x verdict).
 Used by tests/router/test_attribution_matrix.py and runnable as a script:
     .venv/bin/python tests/router/router_stack.py            # prints the matrix
 
-Per stack: the probes of conformance.translation (turn 1 stream, turn 2 with history, turn 1
+Per stack: the probes of conformance.layers.hop (turn 1 stream, turn 2 with history, turn 1
 non-stream, the opt-in injection probe), turn 1 with the tool call forced (`turn1-forced`), the
 quoted wire variant of turn 1, and a count_tokens call. Each exchange is judged by check_exchange plus the checks that live outside it here
 (stream incrementality, same model across wire variants, the translation.* diff); every failing
-exchange is attributed with conformance.attribution.attribute.
+exchange is attributed with conformance.layers.attribution.attribute.
 """
 
 from __future__ import annotations
@@ -21,16 +21,16 @@ from pathlib import Path
 if __name__ == "__main__":  # allow running as a script from the repository root
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from conformance.attribution import Attribution, attribute
 from conformance.checks import suite as S
 from conformance.checks.exchange import check_exchange
-from conformance.checks.registry import violation
+from conformance.core.failures import Violation
+from conformance.core.registry import violation
 from conformance.engine.launch import serve_engine_in_thread
-from conformance.failures import Violation
-from conformance.protocols import anthropic as anthropic_wire
+from conformance.layers.attribution import Attribution, attribute
+from conformance.layers.hop import log_total, observe_hop, probe_requests
+from conformance.net.transport import Deadlines, RawExchange, send_sync
 from conformance.router.launch import serve_router_in_thread
-from conformance.translation import log_total, observe_hop, probe_requests
-from conformance.transport import Deadlines, RawExchange, send_sync
+from conformance.wire import anthropic as anthropic_wire
 
 MODEL = "reference-model"
 HEADERS = {"content-type": "application/json", "x-api-key": "sk-test", "anthropic-version": "2023-06-01"}
@@ -128,7 +128,7 @@ def engine_incremental(raw: RawExchange, body: dict | None = None, api: str = "a
     for _ in range(2):
         if not late:
             break
-        from conformance.protocols import openai as openai_wire
+        from conformance.wire import openai as openai_wire
 
         wire = anthropic_wire if api == "anthropic" else openai_wire
         again = send_sync("POST", raw.url, headers=dict(raw.request_headers), body=raw.request_body,

@@ -12,10 +12,10 @@ import json
 
 import pytest
 
-from conformance.attribution import attribute, decide, violation_symptom
 from conformance.checks.error_answer import check_error_answer
 from conformance.engine.launch import serve_engine_in_thread
-from conformance.transport import RawExchange
+from conformance.layers.attribution import attribute, decide, violation_symptom
+from conformance.net.transport import RawExchange
 
 INVALID = {"model": "reference-model", "max_tokens": 20, "messages": "this is not a list of messages", "stream": False}
 

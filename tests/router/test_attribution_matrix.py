@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from router_stack import ENGINE_FAULTS_MODE, ROUTER_FAULTS_MODE, matrix, render
 
-from conformance.attribution import symptom
-from conformance.data import fixtures_dir
+from conformance.core.paths import fixtures_dir
+from conformance.layers.attribution import symptom
 
 REPO = Path(__file__).resolve().parents[2]
 

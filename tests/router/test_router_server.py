@@ -7,9 +7,9 @@ import json
 
 import httpx
 
+from conformance.layers.hop import log_total, observe_hop, probe_requests
+from conformance.net.transport import Deadlines, send_sync
 from conformance.router.launch import serve_router_in_thread, spawn_router
-from conformance.translation import log_total, observe_hop, probe_requests
-from conformance.transport import Deadlines, send_sync
 
 H = {"content-type": "application/json", "x-api-key": "k", "anthropic-version": "2023-06-01"}
 

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 
-from conformance.attribution import decide, symptom
 from conformance.checks import translation as T
-from conformance.checks.registry import load_all, violation
-from conformance.translation import diff, minimal_openai_request, probe_requests
+from conformance.checks.catalog import load_all
+from conformance.core.registry import violation
+from conformance.layers.attribution import decide, symptom
+from conformance.layers.hop import diff, probe_requests
+from conformance.layers.minimal import minimal_openai_request
 
 CLIENT = probe_requests("m")["turn2"]
 
@@ -149,7 +151,8 @@ def test_responses_api_hop_litellm_default_path():
 
 
 def test_find_forwarded_tells_the_turns_of_one_loop_apart():
-    from conformance.translation import find_forwarded, minimal_openai_request
+    from conformance.layers.hop import find_forwarded
+    from conformance.layers.minimal import minimal_openai_request
 
     turn1 = probe_requests("m")["turn1"]
     turn2 = CLIENT

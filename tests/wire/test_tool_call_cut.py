@@ -16,8 +16,8 @@ from wire_helpers import body, index
 
 from conformance.checks import tools
 from conformance.checks.exchange import check_exchange
-from conformance.protocols import anthropic, openai
-from conformance.transport import RawExchange
+from conformance.net.transport import RawExchange
+from conformance.wire import anthropic, openai
 
 ANTHROPIC_TOOLS = [{"name": "Write", "input_schema": {
     "type": "object", "properties": {"file_path": {"type": "string"}, "content": {"type": "string"}},
@@ -224,7 +224,7 @@ def test_a_cut_turn_does_not_excuse_an_unoffered_tool():
 
 
 def test_call_cut_is_registered_as_a_warning():
-    from conformance.checks.registry import get
+    from conformance.core.registry import get
 
     spec = get(tools.CALL_CUT)
     assert spec.severity == "warning" and "max_tokens" in spec.likely_cause

@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from wire_helpers import fixture_id, fixtures, sse_event
 
-from conformance.protocols import anthropic
-from conformance.protocols.anthropic import RULES, TRANSITIONS, StreamMachine
-from conformance.sse import SSEEvent
+from conformance.wire import anthropic
+from conformance.wire.anthropic import RULES, TRANSITIONS, StreamMachine
+from conformance.wire.sse import SSEEvent
 
 
 def errors(report) -> set[str]:

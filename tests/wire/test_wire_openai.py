@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from wire_helpers import body, fixture_id, fixtures, judge
 
-from conformance.protocols import openai
-from conformance.protocols.openai import RULES, TRANSITIONS, StreamMachine
-from conformance.sse import SSEEvent
+from conformance.wire import openai
+from conformance.wire.openai import RULES, TRANSITIONS, StreamMachine
+from conformance.wire.sse import SSEEvent
 
 REQ = mk.REQ_AUTO
 

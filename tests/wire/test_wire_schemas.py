@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from conformance.data import schemas_dir
-from conformance.protocols import check_for_pointer, schema_problems, schema_validator
+from conformance.core.paths import schemas_dir
+from conformance.wire.base import check_for_pointer, schema_problems, schema_validator
 
 SCHEMAS = sorted(p.stem for p in schemas_dir().glob("*.json"))
 
@@ -24,7 +24,7 @@ def test_schema_is_valid_2020_12_and_compiled_once(name):
 
 
 def test_every_protocol_event_has_a_schema():
-    from conformance.protocols.anthropic import EVENTS
+    from conformance.wire.anthropic import EVENTS
 
     assert {f"anthropic.{e}" for e in EVENTS} <= set(SCHEMAS)
     assert {"anthropic.message", "openai.chunk", "openai.chat_completion", "openai.error"} <= set(SCHEMAS)
@@ -45,7 +45,7 @@ def test_pointer_table_matches_array_positions():
 def _events():
     from wire_helpers import body, fixtures
 
-    from conformance.sse import decode
+    from conformance.wire.sse import decode
 
     out = []
     for f in fixtures(kind="stream"):

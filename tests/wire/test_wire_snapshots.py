@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from wire_helpers import fixture_id, fixtures, judge, normalise
 
-from conformance.failures import format_failure
+from conformance.report.text import format_failure
 
 
 @pytest.mark.parametrize("f", fixtures(valid=False), ids=fixture_id)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance.sse import SSEDecoder, decode
+from conformance.wire.sse import SSEDecoder, decode
 
 STREAM = (
     b"\xef\xbb\xbf: hello comment\n"

@@ -6,8 +6,8 @@ import json
 from functools import cache
 from pathlib import Path
 
-from conformance.data import fixtures_dir
-from conformance.protocols import anthropic, openai
+from conformance.core.paths import fixtures_dir
+from conformance.wire import anthropic, openai
 
 PROTOCOLS = {"anthropic": anthropic, "openai": openai}
 

@@ -12,7 +12,7 @@ Rules:
   for UTF-8 chunks, `{"t": ..., "b64": ...}` when a chunk is not valid UTF-8 on its own.
 - Loading an unknown format or version fails loudly with what was found and what is supported.
 - Header values are stored already redacted: this module never writes a secret it is handed
-  unredacted because the proxy redacts before calling `save_capture` (see conformance.redact).
+  unredacted because the proxy redacts before calling `save_capture` (see conformance.capture.redact).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conformance.jsonfile import read_json
+from conformance.core.jsonfile import read_json
 
 FORMAT = "conformance.capture"
 VERSION = 1

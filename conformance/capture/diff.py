@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conformance.captures import Capture, Exchange, load_captures
+from conformance.capture.format import Capture, Exchange, load_captures
 
 # Request headers compared by name only: their values change per run or are redacted.
 _VOLATILE_HEADERS = frozenset({"content-length", "host", "date", "connection", "x-stainless-retry-count"})

@@ -31,8 +31,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from conformance.checks.registry import register, violation
-from conformance.failures import Violation
+from conformance.core.failures import Violation
+from conformance.core.registry import register, violation
 
 _BOM = b"\xef\xbb\xbf"
 

@@ -6,7 +6,7 @@ Rules:
   violations)`, `check_error(status, body) -> violations` and `content_started(buf) -> bool`.
 - Transitions are data (a table state x event -> state) in the protocol's own file; an illegal
   event yields a violation naming the event number, the event, the state and the rule.
-- JSON Schemas (draft 2020-12) live in `conformance/schemas/` and are compiled once, on first use.
+- JSON Schemas (draft 2020-12) live in `conformance/wire/schemas/` and are compiled once, on first use.
   A schema error becomes a violation whose check id comes from the protocol's table (pointer
   prefix -> check id), so "stop_sequence missing" is reported as
   `anthropic.stream.stop_sequence_present`, not as a generic schema error.
@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from conformance.failures import HasViolations, Violation
-from conformance.sse import SSEEvent
+from conformance.core.failures import HasViolations, Violation
+from conformance.wire.sse import SSEEvent
 
 
 @dataclass
@@ -43,10 +43,10 @@ class StreamReport(HasViolations):
 
 @cache
 def schema_validator(name: str):
-    """The compiled validator of `conformance/schemas/<name>.json` (compiled once per process)."""
+    """The compiled validator of `conformance/wire/schemas/<name>.json` (compiled once per process)."""
     from jsonschema import Draft202012Validator
 
-    from conformance.data import schemas_dir
+    from conformance.core.paths import schemas_dir
 
     schema = json.loads((schemas_dir() / f"{name}.json").read_text(encoding="utf-8"))
     Draft202012Validator.check_schema(schema)
@@ -112,7 +112,7 @@ def _shape(value: Any, key: str | None = None) -> Any:
 
 
 def _schemas_dir():
-    from conformance.data import schemas_dir
+    from conformance.core.paths import schemas_dir
 
     return schemas_dir()
 

@@ -3,14 +3,15 @@
 Rules: `captured/` and `fixtures/` sit at the repository top level (the product card fixes the
 layout) and are shipped inside the wheel as `conformance/_data/...`. Installed, the package copy
 wins; in a source checkout (editable install) the top-level folders are used. Nothing else in the
-package computes these paths.
+package computes these paths. This module imports nothing of the package: the reference engine
+and router (the doubles) may use it, and nothing else of the judge.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-_PACKAGE = Path(__file__).resolve().parent
+_PACKAGE = Path(__file__).resolve().parent.parent  # the conformance package
 
 
 def data_root(name: str) -> Path:
@@ -37,4 +38,4 @@ def fixtures_dir() -> Path:
 
 def schemas_dir() -> Path:
     """JSON Schemas of the wire (judge side); they live inside the package."""
-    return _PACKAGE / "schemas"
+    return _PACKAGE / "wire" / "schemas"

@@ -9,7 +9,7 @@ Rules:
   1. `forwarded`: the body the router actually sent for this exchange, from the engine's (or a
      recorder's) received log, on the same path — the engine's behaviour on exactly its input;
   2. `anthropic-direct`: the client's own request on the engine's `/v1/messages`, when it has one;
-  3. `minimal-translation`: `conformance.translation.minimal_openai_request` on
+  3. `minimal-translation`: `conformance.layers.minimal.minimal_openai_request` on
      `/v1/chat/completions` (documented there).
 - Verdict (`layer`):
   * `router` — the engine passes: the router introduced the failure;
@@ -38,8 +38,9 @@ from typing import Any
 
 import httpx
 
-from conformance.failures import Violation, format_violation
-from conformance.transport import Deadlines, RawExchange
+from conformance.core.failures import Violation
+from conformance.net.transport import Deadlines, RawExchange
+from conformance.report.text import format_violation
 
 LAYERS = ("router", "engine", "both", "unknown")
 REPLAY_DEADLINES = Deadlines(connect=5, first_content=60, total=120)
@@ -244,13 +245,8 @@ def attribute(
     violations must then come from the same judge.
     """
     from conformance.checks.exchange import check_exchange
-    from conformance.translation import (
-        find_forwarded,
-        judge_api,
-        minimal_openai_request,
-        received_log,
-        replay,
-    )
+    from conformance.layers.hop import find_forwarded, judge_api, received_log, replay
+    from conformance.layers.minimal import minimal_openai_request
 
     target = _target_violations(target_verdict)
     att = Attribution(layer="unknown", explanation="", target_violations=target, engine_url=engine_url)
@@ -332,7 +328,7 @@ def combine(layers: list[str]) -> str:
 
 
 def attribute_context(ctx, engine_url: str | None = None) -> list[Attribution]:
-    """Integration shim for `conformance.suite.context.CheckContext.finish()` (see docs/layers.md).
+    """Integration shim for `conformance.suite.check_context.CheckContext.finish()` (see docs/layers.md).
 
     For a test with errors and an engine URL: attribute every failing exchange of the test
     (re-judged with check_exchange; a failure that belongs to no single exchange, such as an

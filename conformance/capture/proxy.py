@@ -7,7 +7,7 @@ Rules:
   must be recorded); the request goes upstream unchanged except `accept-encoding: identity`, so
   the recorded chunks are the wire bytes and never a compressed stream (the client's own
   accept-encoding is what the capture records).
-- Redaction happens in memory before anything touches disk (`conformance.redact`); the capture
+- Redaction happens in memory before anything touches disk (`conformance.capture.redact`); the capture
   file is rewritten atomically after every finished exchange, exchanges in the order the client
   sent them (concurrent requests keep their arrival order).
 - A client that disconnects mid-stream leaves a valid record of what passed, with the note
@@ -38,8 +38,15 @@ from typing import Any
 from aiohttp import ClientError, ClientSession, ClientTimeout, web
 from aiohttp.client_exceptions import ClientConnectionResetError
 
-from conformance.captures import Capture, CapturedRequest, CapturedResponse, Chunk, Exchange, save_capture
-from conformance.redact import RedactionConfig, Redactor
+from conformance.capture.format import (
+    Capture,
+    CapturedRequest,
+    CapturedResponse,
+    Chunk,
+    Exchange,
+    save_capture,
+)
+from conformance.capture.redact import RedactionConfig, Redactor
 
 # RFC 9110 section 7.6.1 hop-by-hop fields, plus the ones aiohttp sets itself.
 _HOP_BY_HOP = frozenset(

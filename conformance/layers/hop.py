@@ -12,12 +12,9 @@ Rules:
 - What the engine answered: the recorded answer when the recorder has one; otherwise the engine's
   answer to a direct replay of the very body it received (`exact=False`: the reference engine is
   deterministic, a sampled model is not, so exact-value comparisons — ids, text — are skipped).
-- `minimal_openai_request` is the documented minimal Anthropic -> OpenAI-chat translation the
-  attribution uses when the engine has no `/v1/messages`: system -> a system message; text ->
-  content; tool_use -> tool_calls; tool_result -> tool messages; tools -> functions;
-  max_tokens, stop_sequences -> stop, stream (+ include_usage). Nothing else is carried. It is
-  independent of the reference router's translation on purpose (a shared bug would hide).
-- Every network call has a deadline (conformance.transport).
+- The minimal translation attribution uses when the engine has no `/v1/messages` lives apart, in
+  `conformance.layers.minimal`.
+- Every network call has a deadline (conformance.net.transport).
 """
 
 from __future__ import annotations
@@ -29,8 +26,9 @@ from typing import Any
 import httpx
 
 from conformance.checks import translation as T
-from conformance.failures import Violation, format_violation
-from conformance.transport import Deadlines, RawExchange, send_sync
+from conformance.core.failures import Violation
+from conformance.net.transport import Deadlines, RawExchange, send_sync
+from conformance.report.text import format_violation
 
 GENERATION_PATHS = ("/v1/chat/completions", "/v1/messages", "/v1/responses")
 REPLAY_DEADLINES = Deadlines(connect=5, first_content=60, total=120)
@@ -167,49 +165,6 @@ def accumulate(raw: RawExchange, request: dict, api: str) -> dict | None:
         return proto.check_stream(raw.chunks, request=request).message
     message, _ = proto.check_response(raw.body(), request=request)
     return message
-
-
-def minimal_openai_request(body: dict) -> dict:
-    """The documented minimal Anthropic -> OpenAI-chat translation (see the module rules)."""
-    def text(content: Any) -> str:
-        if isinstance(content, str):
-            return content
-        return "\n".join(b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text")
-
-    if not isinstance(body.get("messages"), list):  # an invalid request stays invalid, unchanged
-        return {k: body[k] for k in ("model", "messages", "max_tokens", "stream") if k in body}
-    messages: list[dict] = []
-    if body.get("system"):
-        messages.append({"role": "system", "content": text(body["system"])})
-    for m in body.get("messages") or []:
-        role, content = m.get("role"), m.get("content")
-        if isinstance(content, str):
-            messages.append({"role": role, "content": content})
-            continue
-        blocks = [b for b in content or [] if isinstance(b, dict)]
-        for b in blocks:
-            if b.get("type") == "tool_result":
-                messages.append({"role": "tool", "tool_call_id": b.get("tool_use_id", ""), "content": text(b.get("content", ""))})
-        calls = [{"id": b.get("id", ""), "type": "function",
-                  "function": {"name": b.get("name", ""), "arguments": json.dumps(b.get("input", {}))}}
-                 for b in blocks if b.get("type") == "tool_use"]
-        words = text(blocks)
-        if calls:
-            messages.append({"role": "assistant", "content": words or None, "tool_calls": calls})
-        elif words or role != "user":
-            messages.append({"role": role, "content": words})
-    out: dict[str, Any] = {"model": body.get("model", ""), "messages": messages}
-    if body.get("max_tokens"):
-        out["max_tokens"] = body["max_tokens"]
-    if body.get("stop_sequences"):
-        out["stop"] = body["stop_sequences"]
-    if body.get("tools"):
-        out["tools"] = [{"type": "function", "function": {"name": t.get("name"), "description": t.get("description", ""),
-                                                          "parameters": t.get("input_schema", {})}} for t in body["tools"]]
-    if body.get("stream"):
-        out["stream"] = True
-        out["stream_options"] = {"include_usage": True}
-    return out
 
 
 # ------------------------------------------------------------------------------ the report
@@ -377,7 +332,7 @@ def probe_requests(model: str, *, injection: bool = False) -> dict[str, dict]:
 
 
 def entries_from_capture(capture) -> list[dict]:
-    """A capture proxy's records (conformance.proxy, between router and engine) as received-log
+    """A capture proxy's records (conformance.capture.proxy, between router and engine) as received-log
     entries, each with the engine's recorded answer (`response_message`), so hops are exact."""
     out = []
     for seq, ex in enumerate(capture.exchanges):

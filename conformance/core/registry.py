@@ -10,17 +10,16 @@ Rules:
   reads: "tool call in text -> engine tool-parser flag missing", ...).
 - `violation(...)` is the only way code makes a Violation for a check: it refuses unknown ids, so
   a typo fails loudly in the self-tests instead of producing an unlisted id.
-- `load_all()` imports every module that registers, so listing is complete.
+- Registration happens in the module that owns the rule, above this floor; listing every check
+  (`conformance.checks.catalog.load_all`) imports those modules, so this one imports none.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.failures import Violation, Where
+from conformance.core.failures import Violation, Where
 
 _AREAS = ("sse", "anthropic", "openai", "suite", "tools", "identity", "loop", "context", "load",
           "translation", "reasoning", "http", "capture")
@@ -69,7 +68,7 @@ def get(check_id: str) -> CheckSpec:
     spec = _REGISTRY.get(check_id)
     if spec is None:
         raise KeyError(
-            f"unknown check id {check_id!r}: register it with conformance.checks.registry.register() "
+            f"unknown check id {check_id!r}: register it with conformance.core.registry.register() "
             "in the module that owns the rule"
         )
     return spec
@@ -96,26 +95,7 @@ def violation(
     )
 
 
-# Modules outside conformance.checks that own rules. Listed, not discovered: these are few and
-# importing them must stay cheap.
-_RULE_MODULES = (
-    "conformance.sse",
-    "conformance.protocols.anthropic",
-    "conformance.protocols.openai",
-)
-
-
-def load_all() -> list[CheckSpec]:
-    """Import every registering module and return all checks sorted by id."""
-    for name in _RULE_MODULES:
-        try:
-            importlib.import_module(name)
-        except ModuleNotFoundError as exc:  # a module not yet built must not hide the others
-            if exc.name != name:
-                raise
-    import conformance.checks as pkg
-
-    for info in pkgutil.iter_modules(pkg.__path__):
-        if info.name != "registry":
-            importlib.import_module(f"conformance.checks.{info.name}")
+def registered() -> list[CheckSpec]:
+    """Every check registered so far, sorted by id (`conformance.checks.catalog.load_all` first
+    imports every registering module, so the list is complete)."""
     return sorted(_REGISTRY.values(), key=lambda s: s.id)

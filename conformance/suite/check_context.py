@@ -21,10 +21,11 @@ from typing import Any
 
 from conformance.checks import suite as S
 from conformance.checks.exchange import ExchangeVerdict, check_exchange
-from conformance.checks.registry import violation
-from conformance.failures import SEVERITIES, ConformanceFailure, Violation
-from conformance.results import Result
-from conformance.suite.client import serialize
+from conformance.core.failures import SEVERITIES, Violation
+from conformance.core.registry import violation
+from conformance.core.results import Result
+from conformance.net.client import serialize
+from conformance.report.text import ConformanceFailure
 from conformance.suite.config import SuiteConfig
 from conformance.suite.session import Sent, SuiteSession
 
@@ -164,7 +165,7 @@ class CheckContext:
         if errors and self.settings.engine_url:
             # Router or engine? Replay the failing exchanges against the engine behind the router;
             # the verdict goes into the failure text, the records (`layer`) and the failure folder.
-            from conformance.attribution import attribute_context
+            from conformance.layers.attribution import attribute_context
 
             attribute_context(self)
         if errors:
@@ -225,7 +226,7 @@ def _relative_capture(path: Path | None) -> str:
     if path is None:
         return ""
     try:
-        from conformance.data import captured_dir
+        from conformance.core.paths import captured_dir
 
         return str(Path(path).resolve().relative_to(captured_dir().resolve()))
     except (ValueError, FileNotFoundError):
