@@ -36,7 +36,8 @@ def run(args) -> int:
 
     from conformance.engine import faults as F
     from conformance.engine.scenarios import ScenarioError
-    from conformance.engine.server import DEFAULT_MAX_CONTEXT, DEFAULT_MODEL, EngineConfig, build_app
+    from conformance.engine.server import build_app
+    from conformance.engine.state import DEFAULT_MAX_CONTEXT, DEFAULT_MODEL, EngineConfig
 
     try:
         faults = F.validate(args.fault)

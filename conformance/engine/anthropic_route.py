@@ -37,6 +37,7 @@ from conformance.engine.conversation import (
     is_num,
     require,
 )
+from conformance.engine.state import STATE, error_response, read_json
 from conformance.engine.wire import ClientGone, SSEWriter, split_json, split_text, start_sse
 
 BLOCK_TYPES = {
@@ -352,8 +353,6 @@ async def _stream(resp, msg_id, model, blocks, reason, seq, prompt, output, faul
 
 
 async def count_tokens_handler(request: web.Request):
-    from conformance.engine.server import STATE, error_response, read_json
-
     state = request.app[STATE]
     if "count-tokens-missing" in state.faults:
         return error_response("anthropic", InvalidRequest(

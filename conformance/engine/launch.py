@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 
-from conformance.engine.server import DEFAULT_MAX_CONTEXT, DEFAULT_MODEL
+from conformance.engine.state import DEFAULT_MAX_CONTEXT, DEFAULT_MODEL
 
 SPAWN_DEADLINE = 30.0
 STOP_GRACE = 5.0
@@ -118,7 +118,8 @@ def serve_engine_in_thread(faults=(), model: str = DEFAULT_MODEL, max_context: i
     from aiohttp import web
 
     from conformance.engine import faults as F
-    from conformance.engine.server import EngineConfig, build_app
+    from conformance.engine.server import build_app
+    from conformance.engine.state import EngineConfig
 
     config = EngineConfig(model=model, faults=F.validate(faults), max_context=int(max_context),
                           scenarios_dir=str(scenarios) if scenarios else None, exit_on_crash=False)

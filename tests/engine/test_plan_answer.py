@@ -9,7 +9,7 @@ import time
 from conformance.engine import faults as F
 from conformance.engine import openai_route, responses_route
 from conformance.engine.openai_route import plan_answer
-from conformance.engine.server import EngineConfig, EngineState
+from conformance.engine.state import EngineConfig, EngineState
 
 TOOL = {"type": "function", "function": {"name": "read_file", "description": "Read a file",
                                          "parameters": {"type": "object", "properties": {"path": {"type": "string"}},
