@@ -1,0 +1,356 @@
+"""One Dialect per wire: everything the rest of the code asks about a wire, in one object.
+
+Rules:
+- A Dialect owns what other modules used to ask with `api == "..."`: the generation and
+  count_tokens paths, how the key is sent (x-api-key or a bearer token), the content-started
+  predicate, the stop vocabulary (natural / final / tool / the output cap / every cut reason,
+  and the map from this wire's stop reasons to the Anthropic vocabulary), and readers of an
+  accumulated message (answer text, thinking, tool calls as one `ToolCall`, stop reason, usage)
+  and of a request (offered tools, the output cap, tool_choice).
+- Only this module (and the wire modules it fronts) may compare against a wire's name; the rest
+  of the judge asks `dialect(api)`. A new wire is one wire module plus one entry in DIALECTS.
+- Readers never raise on a target's data: a missing or mistyped field reads as empty / None.
+  They accept dicts and attribute objects (SDK models) alike.
+- The wire grammar stays in the wire modules (`check_stream`, `check_response`, `check_error`);
+  the Dialect only hands them out, imported on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One structured tool call of an accumulated message, on any wire."""
+
+    id: str
+    name: str
+    arguments: Any  # parsed arguments (a dict) or None when they did not parse to an object
+    raw: str | None  # the arguments as the text that arrived (OpenAI; an Anthropic input that did not parse)
+    pointer: str  # JSON pointer to the arguments in the accumulated message
+    parse_error: str | None = None  # why `arguments` is None (not JSON, not an object, wrong type)
+    not_text: str | None = None  # the wire wants the arguments as a JSON string and got this type instead
+
+
+@dataclass(frozen=True)
+class StopVocabulary:
+    field: str  # where an accumulated message says why the turn ended
+    natural: str  # the model finished on its own
+    final: tuple[str, ...]  # stops that end an agent turn with a final answer
+    tool: tuple[str, ...]  # stops that hand tool calls to the client
+    cap: str  # the request's output cap was reached
+    cut: frozenset[str]  # every stop saying the output was cut short (a cut turn may end inside a call)
+    caps: frozenset[str]  # the cuts that end a turn before a forced call could come (caps only)
+    forced_tool: tuple[str, ...] = ()  # further stops a turn forced to call a tool may end with
+    to_anthropic: dict[str, str] = field(default_factory=dict)  # this wire's reason -> Anthropic's
+
+
+def _get(obj: Any, key: str, default: Any = None) -> Any:
+    if isinstance(obj, dict):
+        return obj.get(key, default)
+    return getattr(obj, key, default)
+
+
+def _not_an_object(text: str) -> str:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        return f"not JSON: {exc}"
+    return f"arguments are JSON {type(value).__name__}, not an object"
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What one wire is; subclasses hold the readers that differ between wires."""
+
+    name: str
+    module_name: str  # the wire module: check_stream, check_response, check_error, content_started
+    generation_path: str
+    count_tokens_path: str | None
+    always_bearer: bool  # the key always goes as `Authorization: Bearer` (else x-api-key unless captured)
+    default_headers: tuple[tuple[str, str], ...]  # sent when the capture does not carry them
+    stops: StopVocabulary
+    output_tokens_key: str
+    input_tokens_key: str
+    cap_keys: tuple[str, ...]  # request keys of the output cap, first present wins
+
+    # ---- the wire module -------------------------------------------------------------------
+    @property
+    def wire(self) -> ModuleType:
+        return importlib.import_module(self.module_name)
+
+    def content_started(self, buf: bytes) -> bool:
+        return self.wire.content_started(buf)
+
+    def check_stream(self, chunks, *, request: dict | None = None):
+        return self.wire.check_stream(chunks, request=request)
+
+    def check_response(self, body, *, request: dict | None = None):
+        return self.wire.check_response(body, request=request)
+
+    def check_error(self, status: int, body: bytes):
+        return self.wire.check_error(status, body)
+
+    # ---- sending ---------------------------------------------------------------------------
+    def bearer(self, captured_headers: dict[str, str]) -> bool:
+        """Whether the key goes as a bearer token: always on some wires, else when the capture
+        shows the client used one (Claude Code with ANTHROPIC_AUTH_TOKEN)."""
+        captured = {k.lower() for k in captured_headers}
+        return self.always_bearer or ("authorization" in captured and "x-api-key" not in captured)
+
+    # ---- the stop vocabulary ---------------------------------------------------------------
+    def stop_reason(self, message: Any) -> Any:
+        """Why the turn ended, in this wire's words (None without a message)."""
+        if message is None:
+            return None
+        return _get(message, self.stops.field)
+
+    def anthropic_stop(self, message: Any) -> Any:
+        """The stop reason in the Anthropic vocabulary (what the probes reason in)."""
+        reason = self.stop_reason(message)
+        return self.stops.to_anthropic.get(reason, reason) if isinstance(reason, str) else reason
+
+    def cut_reason(self, message: Any) -> str | None:
+        """The stop reason when it says the output was cut short, else None."""
+        reason = self.stop_reason(message)
+        return reason if isinstance(reason, str) and reason in self.stops.cut else None
+
+    def describe_cut(self, reason: str) -> str:
+        """'cut by the output cap (finish_reason 'length')' and the like, for messages."""
+        if reason in ("length", "max_tokens"):
+            by = "by the output cap"
+        elif reason == "model_context_window_exceeded":
+            by = "by the context window"
+        else:
+            by = "short"
+        return f"cut {by} ({self.stops.field} {reason!r})"
+
+    # ---- readers of an accumulated message -------------------------------------------------
+    def text(self, message: Any) -> str:
+        raise NotImplementedError
+
+    def thinking(self, message: Any) -> str:
+        raise NotImplementedError
+
+    def tool_calls(self, message: Any, unparsed_input: dict[str, str] | None = None) -> list[ToolCall]:
+        raise NotImplementedError
+
+    def usage(self, message: Any) -> dict | None:
+        usage = _get(message, "usage") if message is not None else None
+        return usage if isinstance(usage, dict) else None
+
+    def output_tokens(self, message: Any) -> int | None:
+        usage = self.usage(message)
+        return None if usage is None else _int(usage.get(self.output_tokens_key))
+
+    def input_tokens(self, usage: dict | None) -> int | None:
+        return _int((usage or {}).get(self.input_tokens_key)) if isinstance(usage, dict) else None
+
+    # ---- readers of a request --------------------------------------------------------------
+    def offered_tools(self, request: dict | None) -> dict[str, dict | None]:
+        """Tool name -> its JSON schema (None for tools without one, e.g. server tools)."""
+        raise NotImplementedError
+
+    def output_cap(self, request: dict | None) -> int | None:
+        for key in self.cap_keys:
+            value = _int((request or {}).get(key))
+            if value is not None and value > 0:
+                return value
+        return None
+
+    def demanded_tool_choice(self, request: dict | None) -> tuple[str, str | None, list[str] | None] | None:
+        """What the request's tool_choice demands: ("force", name or None, allowed names or None),
+        ("forbid", None, None), or None when it demands nothing (auto, absent, unknown shapes)."""
+        raise NotImplementedError
+
+
+def _function_tools(request: dict | None) -> dict[str, dict | None]:
+    out: dict[str, dict | None] = {}
+    for tool in (request or {}).get("tools") or []:
+        if isinstance(tool, dict):
+            fn = tool.get("function") or {}
+            if fn.get("name"):
+                out[fn["name"]] = fn.get("parameters")
+    return out
+
+
+class AnthropicDialect(Dialect):
+    """Anthropic Messages: content blocks, `stop_reason`, x-api-key."""
+
+    def text(self, message: Any) -> str:
+        if message is None:
+            return ""
+        return "".join(_get(b, "text") or "" for b in _get(message, "content") or [] if _get(b, "type") == "text")
+
+    def thinking(self, message: Any) -> str:
+        if not message:
+            return ""
+        return "".join(_get(b, "thinking") or "" for b in _get(message, "content") or []
+                       if _get(b, "type") == "thinking")
+
+    def tool_calls(self, message: Any, unparsed_input: dict[str, str] | None = None) -> list[ToolCall]:
+        """`tool_use` blocks. `unparsed_input` (streams): pointer of a tool block's input -> its
+        streamed partial_json text, which did not parse (the block keeps `input: {}`)."""
+        if message is None:
+            return []
+        calls: list[ToolCall] = []
+        for i, block in enumerate(_get(message, "content") or []):
+            if _get(block, "type") != "tool_use":
+                continue
+            call_id, name = str(_get(block, "id") or ""), _get(block, "name") or ""
+            pointer = f"/content/{i}/input"
+            text = (unparsed_input or {}).get(pointer)
+            if text is not None:
+                calls.append(ToolCall(call_id, name, None, text, pointer, _not_an_object(text)))
+                continue
+            inp = _get(block, "input")
+            calls.append(ToolCall(call_id, name, inp if isinstance(inp, dict) else None, None, pointer,
+                                  None if isinstance(inp, dict) else f"input is {type(inp).__name__}"))
+        return calls
+
+    def offered_tools(self, request: dict | None) -> dict[str, dict | None]:
+        out: dict[str, dict | None] = {}
+        for tool in (request or {}).get("tools") or []:
+            if not isinstance(tool, dict):
+                continue
+            if tool.get("type") == "function":  # an OpenAI-shaped tool sent to this wire
+                fn = tool.get("function") or {}
+                if fn.get("name"):
+                    out[fn["name"]] = fn.get("parameters")
+            elif tool.get("name"):
+                out[tool["name"]] = tool.get("input_schema")
+        return out
+
+    def demanded_tool_choice(self, request: dict | None):
+        choice = (request or {}).get("tool_choice")
+        kind = choice.get("type") if isinstance(choice, dict) else None
+        if kind == "any":
+            return "force", None, None
+        if kind == "tool" and isinstance(choice.get("name"), str):
+            return "force", choice["name"], None
+        if kind == "none":
+            return "forbid", None, None
+        return None
+
+
+class ChatDialect(Dialect):
+    """OpenAI chat completions: one choice's message, `finish_reason`, a bearer token."""
+
+    def text(self, message: Any) -> str:
+        if message is None:
+            return ""
+        content = _get(message, "content")
+        if isinstance(content, list):
+            return "".join(_get(p, "text") or "" for p in content)
+        return content or ""
+
+    def thinking(self, message: Any) -> str:
+        if not message:
+            return ""
+        return _get(message, "reasoning_content") or _get(message, "reasoning") or ""
+
+    def tool_calls(self, message: Any, unparsed_input: dict[str, str] | None = None) -> list[ToolCall]:
+        """`tool_calls` with `function.arguments` as a JSON string (an object is read, and named
+        in `not_text`: the wire core reports the string rule, the schema can still be judged)."""
+        if message is None:
+            return []
+        calls: list[ToolCall] = []
+        for i, call in enumerate(_get(message, "tool_calls") or []):
+            fn = _get(call, "function") or {}
+            call_id, name = str(_get(call, "id") or ""), _get(fn, "name") or ""
+            args = _get(fn, "arguments")
+            pointer = f"/tool_calls/{i}/function/arguments"
+            if isinstance(args, str):
+                try:
+                    parsed = json.loads(args) if args.strip() else {}
+                except json.JSONDecodeError as exc:
+                    calls.append(ToolCall(call_id, name, None, args, pointer, f"not JSON: {exc}"))
+                    continue
+                err = None if isinstance(parsed, dict) else f"arguments are JSON {type(parsed).__name__}, not an object"
+                calls.append(ToolCall(call_id, name, parsed if isinstance(parsed, dict) else None, args, pointer, err))
+            elif isinstance(args, dict):
+                calls.append(ToolCall(call_id, name, args, None, pointer, None, type(args).__name__))
+            else:
+                calls.append(ToolCall(call_id, name, None, None, pointer, f"arguments are {type(args).__name__}",
+                                      type(args).__name__))
+        return calls
+
+    def offered_tools(self, request: dict | None) -> dict[str, dict | None]:
+        return _function_tools(request)
+
+    def demanded_tool_choice(self, request: dict | None):
+        choice = (request or {}).get("tool_choice")
+        if choice == "required":
+            return "force", None, None
+        if choice == "none":
+            return "forbid", None, None
+        if isinstance(choice, dict):
+            if choice.get("type") == "function":
+                fn = choice.get("function")
+                name = fn.get("name") if isinstance(fn, dict) else None
+                return ("force", name, None) if isinstance(name, str) else None
+            allowed = choice.get("allowed_tools") if isinstance(choice.get("allowed_tools"), dict) else None
+            if choice.get("type") == "allowed_tools" and allowed and allowed.get("mode") == "required":
+                names = [((t.get("function") or {}).get("name") if isinstance(t.get("function"), dict) else t.get("name"))
+                         for t in allowed.get("tools") or [] if isinstance(t, dict)]
+                return "force", None, [n for n in names if isinstance(n, str)] or None
+        return None
+
+
+# Facts from the API references (WIRE.md): Anthropic stop_reason values and the cut ones
+# (conformance.wire.anthropic.CUT_STOP_REASONS); OpenAI finish_reason values and the cut ones
+# (conformance.wire.openai.CUT_FINISH_REASONS), kept equal to the wire modules by a test.
+ANTHROPIC = AnthropicDialect(
+    name="anthropic",
+    module_name="conformance.wire.anthropic",
+    generation_path="/v1/messages",
+    count_tokens_path="/v1/messages/count_tokens",
+    always_bearer=False,
+    default_headers=(("anthropic-version", "2023-06-01"),),
+    stops=StopVocabulary(
+        field="stop_reason", natural="end_turn", final=("end_turn",), tool=("tool_use",), cap="max_tokens",
+        cut=frozenset({"max_tokens", "pause_turn", "refusal", "model_context_window_exceeded"}),
+        caps=frozenset({"max_tokens", "model_context_window_exceeded"}),
+    ),
+    output_tokens_key="output_tokens",
+    input_tokens_key="input_tokens",
+    cap_keys=("max_tokens",),
+)
+OPENAI = ChatDialect(
+    name="openai",
+    module_name="conformance.wire.openai",
+    generation_path="/v1/chat/completions",
+    count_tokens_path=None,
+    always_bearer=True,
+    default_headers=(),
+    stops=StopVocabulary(
+        field="finish_reason", natural="stop", final=("stop",), tool=("tool_calls",), cap="length",
+        cut=frozenset({"length", "content_filter"}),
+        caps=frozenset({"length", "content_filter"}),
+        forced_tool=("stop",),  # a named tool_choice may finish with stop on this wire (FAULTS.md valid variations)
+        to_anthropic={"length": "max_tokens", "stop": "end_turn", "tool_calls": "tool_use",
+                      "function_call": "tool_use", "content_filter": "refusal"},
+    ),
+    output_tokens_key="completion_tokens",
+    input_tokens_key="prompt_tokens",
+    cap_keys=("max_completion_tokens", "max_tokens"),
+)
+
+DIALECTS: dict[str, Dialect] = {d.name: d for d in (ANTHROPIC, OPENAI)}
+
+
+def dialect(api: str) -> Dialect:
+    """The Dialect of an API name; an unknown name is refused with the known ones."""
+    try:
+        return DIALECTS[api]
+    except KeyError:
+        raise ValueError(f"unknown api {api!r}: expected one of {', '.join(repr(n) for n in DIALECTS)}") from None

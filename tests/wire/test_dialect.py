@@ -1,0 +1,46 @@
+"""The Dialect of each wire agrees with its wire module, and its readers read both shapes."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.wire import anthropic, openai
+from conformance.wire.dialect import ANTHROPIC, DIALECTS, OPENAI, dialect
+
+
+def test_cut_vocabulary_is_the_wire_modules_own():
+    assert ANTHROPIC.stops.cut == frozenset(anthropic.CUT_STOP_REASONS)
+    assert OPENAI.stops.cut == openai.CUT_FINISH_REASONS
+    for d in DIALECTS.values():
+        assert d.stops.caps <= d.stops.cut
+        assert set(d.stops.to_anthropic.values()) <= set(anthropic.STOP_REASONS)
+
+
+def test_unknown_api_is_refused_with_the_known_ones():
+    with pytest.raises(ValueError, match="'anthropic', 'openai'"):
+        dialect("gemini")
+
+
+def test_content_predicate_is_the_wire_modules():
+    assert ANTHROPIC.content_started(b'event: message_stop\ndata: {"type":"message_stop"}\n\n')
+    assert not ANTHROPIC.content_started(b'event: ping\ndata: {"type":"ping"}\n\n')
+    assert OPENAI.content_started(b"data: [DONE]\n\n")
+
+
+def test_tool_calls_on_both_wires():
+    a = {"content": [{"type": "text", "text": "hi"},
+                     {"type": "tool_use", "id": "t1", "name": "Write", "input": {"file_path": "x"}}],
+         "stop_reason": "tool_use"}
+    [call] = ANTHROPIC.tool_calls(a)
+    assert (call.id, call.name, call.arguments, call.pointer) == ("t1", "Write", {"file_path": "x"}, "/content/1/input")
+    [cut] = ANTHROPIC.tool_calls(a, {"/content/1/input": '{"file_'})
+    assert cut.arguments is None and cut.parse_error.startswith("not JSON")
+    o = {"content": None, "finish_reason": "tool_calls",
+         "tool_calls": [{"id": "c1", "function": {"name": "read", "arguments": '{"path": "a"}'}},
+                        {"id": "c2", "function": {"name": "read", "arguments": {"path": "b"}}},
+                        {"id": "c3", "function": {"name": "read", "arguments": "[1]"}}]}
+    calls = OPENAI.tool_calls(o)
+    assert [c.arguments for c in calls] == [{"path": "a"}, {"path": "b"}, None]
+    assert calls[1].not_text == "dict" and calls[0].not_text is None
+    assert "not an object" in calls[2].parse_error
+    assert OPENAI.anthropic_stop(o) == "tool_use" and ANTHROPIC.anthropic_stop(a) == "tool_use"
