@@ -1,6 +1,6 @@
 """POST /v1/messages (stream and non-stream, `?beta=true` accepted) and /v1/messages/count_tokens.
 
-Rules (wire facts: /work/shared/design/WIRE.md; Anthropic Messages API and streaming docs):
+Rules (wire facts: the Anthropic Messages API reference and its streaming docs):
 - Accepts everything the real clients send: `context_management`, adaptive thinking with
   `output_config.effort` up to xhigh/max, `{"role":"system"}` entries inside messages,
   `metadata.user_id` strings, `cache_control` on any block, `eager_input_streaming` on tools,

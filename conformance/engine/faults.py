@@ -1,7 +1,8 @@
 """Fault modes of the reference engine, switched on by name (`--fault NAME`, several at once).
 
 Rules:
-- Every engine-side row of /work/shared/design/FAULTS.md has a fault here with the same name, and
+- Every engine-side row of the fault catalog (fixtures/faults.json mirrors its table) has a fault
+  here with the same name, and
   every fault here is a row of fixtures/faults.json: a FAULTS.md row, or one of its `found` rows
   (a failure seen on a real stack that FAULTS.md does not list, with its source).
 - A fault changes only what it names; everything else stays conformant.

@@ -4,7 +4,7 @@ vLLM) from the installs that `.ci/peers/install-*` put under PEERS_DIR.
 Rules:
 - Installs are done by the shell scripts; this module only builds `ManagedServer`s from them and
   reports each component's version (read from the install, never assumed) for the matrix.
-- Recipes and their measured figures: ../shared/design/PEERS.md; pinned versions:
+- Recipes and their measured figures: docs/peers.md; pinned versions:
   .ci/peers/versions.env (the one place they are written).
 - Every server listens on 127.0.0.1 on a fresh free port; nothing here reaches outside the
   machine (LiteLLM's cost-map fetch and telemetry are switched off, llama.cpp runs offline,

@@ -10,7 +10,7 @@ Rules:
   compared with fixtures.
 - Extended thinking is removed: the API requires budget_tokens >= 1024 and below max_tokens, so a
   thinking request cannot be made small, and a 270M base model does not think anyway.
-- Prefill at ~170 tok/s and decode at ~15-30 tok/s on two cores (../shared/design/PEERS.md):
+- Prefill at ~170 tok/s and decode at ~15-30 tok/s on two cores (measured; docs/peers.md):
   a trimmed request takes seconds, a full Claude Code request minutes.
 - Trimmed files are written under a cache folder at run time, never committed: they follow the
   corpus as it changes.
