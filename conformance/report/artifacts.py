@@ -7,8 +7,9 @@ Rules:
   arrival times (`N.response.chunks.jsonl`), `curl.sh` (the key comes from $CONFORMANCE_API_KEY,
   never from the file), `reproduce.txt` (the `conformance replay` / pytest command lines) and
   `versions.json`.
-- Secrets never reach disk: credentials in headers are replaced by `<redacted:...>`; captured
-  bodies are already redacted by the capture proxy.
+- Secrets never reach disk: credentials in headers are replaced by `<redacted:...>`
+  (`conformance.capture.redact.redact_credentials`, the one redactor); captured bodies are
+  already redacted by the capture proxy.
 - `prepare(report_dir)` clears what a previous run left (results, failures, summary) so reports
   describe one run; it touches only files this module and the summary writer create.
 """
@@ -22,11 +23,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from conformance.capture.redact import redact_credentials
 from conformance.core.failures import Violation
-from conformance.net.client import redact_headers
 from conformance.report.text import format_failure
-
-_SECRET_HEADERS = {"x-api-key", "authorization"}
 
 
 def prepare(report_dir: Path) -> None:
@@ -81,7 +80,7 @@ def write_failure_folder(
         (folder / body_file).write_bytes(raw.request_body)
         (folder / f"{n}.request.json").write_text(json.dumps({
             "note": sent.note, "method": raw.method, "url": raw.url,
-            "headers": redact_headers(raw.request_headers), "body": sent.request,
+            "headers": redact_credentials(raw.request_headers), "body": sent.request,
         }, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         (folder / f"{n}.response.raw").write_bytes(raw.body())
         with (folder / f"{n}.response.chunks.jsonl").open("w", encoding="utf-8") as fh:
