@@ -4,8 +4,9 @@ Rules:
 - `reports/failures/<test id>/` holds: `failure.txt` (format_failure, the one renderer),
   `violations.json`, per exchange N the exact request (`N.request.json` with headers redacted and
   `N.request.body`, the bytes sent), the raw response (`N.response.raw`) and its chunks with
-  arrival times (`N.response.chunks.jsonl`), `curl.sh` (the key comes from $CONFORMANCE_API_KEY,
-  never from the file), `reproduce.txt` (the `conformance replay` / pytest command lines) and
+  arrival times (`N.response.chunks.jsonl`: a status line, then one chunk record per line in the
+  capture format's encoding, `conformance.capture.format.Chunk`), `curl.sh` (the key comes from
+  $CONFORMANCE_API_KEY, never from the file), `reproduce.txt` (the `conformance replay` / pytest command lines) and
   `versions.json`.
 - Secrets never reach disk: credentials in headers are replaced by `<redacted:...>`
   (`conformance.capture.redact.redact_credentials`, the one redactor); captured bodies are
@@ -16,13 +17,13 @@ Rules:
 
 from __future__ import annotations
 
-import base64
 import json
 import shlex
 import shutil
 from pathlib import Path
 from typing import Any
 
+from conformance.capture.format import Chunk
 from conformance.capture.redact import redact_credentials
 from conformance.core.failures import Violation
 from conformance.report.text import format_failure
@@ -88,11 +89,7 @@ def write_failure_folder(
                                  "error": raw.error, "elapsed": round(raw.elapsed, 6),
                                  "first_content_at": raw.first_content_at}, ensure_ascii=False) + "\n")
             for t, data in raw.chunks:
-                try:
-                    rec = {"t": round(t, 6), "data": data.decode("utf-8")}
-                except UnicodeDecodeError:
-                    rec = {"t": round(t, 6), "b64": base64.b64encode(data).decode("ascii")}
-                fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+                fh.write(json.dumps(Chunk(t, data).to_json(), ensure_ascii=False) + "\n")
         stream = isinstance(sent.request, dict) and sent.request.get("stream") is True
         curls.append(f"# {n}: {sent.note or raw.url}")
         curls.append(curl_command(raw.method, raw.url, raw.request_headers, body_file, stream=stream))
