@@ -10,6 +10,8 @@ Rules:
   JavaScript clients (JSON.stringify) sent. Non-JSON bodies are stored as `body_text`.
 - Response chunks are stored as they arrived: `{"t": seconds since request start, "data": text}`
   for UTF-8 chunks, `{"t": ..., "b64": ...}` when a chunk is not valid UTF-8 on its own.
+  `Chunk.to_json/from_json` is the one encoder of that record: the failure folders'
+  `N.response.chunks.jsonl` (conformance.report.artifacts) write it too.
 - Loading an unknown format or version fails loudly with what was found and what is supported.
 - Header values are stored already redacted: this module never writes a secret it is handed
   unredacted because the proxy redacts before calling `save_capture` (see conformance.capture.redact).

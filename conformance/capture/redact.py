@@ -25,6 +25,11 @@ Rules:
   `[task:...]` tags, `working directory:` lines (the reference engine reads them), the
   `x-anthropic-billing-header:` line, the user's own prompt (`keep_texts`), tool results,
   assistant turns, field names, schemas, enums and headers.
+- Report copies (`redact_credentials`, used by conformance.report.artifacts for failure folders):
+  what the suite itself sent carries the user's real key, so the value of every credential
+  header (`conformance.net.client.CREDENTIAL_HEADERS`, the same names the replay drops from a
+  capture) becomes `<redacted:bearer>` or `<redacted:api-key>`; names keep their case and every
+  other header is kept as sent (the rest of the request came from an already redacted capture).
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from conformance.net.client import CREDENTIAL_HEADERS
 
 # Header names (lower-case) whose whole value is a secret.
 SECRET_HEADERS = (
@@ -235,6 +242,18 @@ class Redactor:
         if self.config.prose_filler:
             body = fill_prose(body, keep_texts=self.config.keep_texts)
         return body
+
+
+def redact_credentials(headers: dict[str, str]) -> dict[str, str]:
+    """A copy of headers the suite sent, safe to write to reports/ (see module rules)."""
+    out = {}
+    for name, value in headers.items():
+        if name.lower() in CREDENTIAL_HEADERS:
+            kind = "bearer" if value.lower().startswith("bearer ") else "api-key"
+            out[name] = f"<redacted:{kind}>"
+        else:
+            out[name] = value
+    return out
 
 
 # -- vendor prose filler ----------------------------------------------------------------------

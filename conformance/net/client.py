@@ -24,8 +24,11 @@ from typing import Any
 # Not replayed: hop-by-hop, length/host (recomputed), encodings (raw bytes are recorded).
 _DROP = {"host", "content-length", "connection", "transfer-encoding", "keep-alive", "accept-encoding",
          "proxy-authorization", "te", "upgrade", "cookie"}
-_SECRET_HEADERS = {"x-api-key", "authorization", "api-key", "proxy-authorization", "cookie", "set-cookie",
-                   "x-goog-api-key", "openai-organization", "openai-project"}
+# Credential header names (lower-case): never replayed from a capture (the user's key replaces
+# them), and the names whose values `conformance.capture.redact.redact_credentials` replaces in
+# the report copies of what the suite sent. One list, here on the lower floor; capture imports it.
+CREDENTIAL_HEADERS = frozenset({"x-api-key", "authorization", "api-key", "proxy-authorization", "cookie",
+                                "set-cookie", "x-goog-api-key", "openai-organization", "openai-project"})
 
 
 def headers_for(api: str, api_key: str | None, captured_headers: dict[str, str] | None) -> dict[str, str]:
@@ -33,7 +36,7 @@ def headers_for(api: str, api_key: str | None, captured_headers: dict[str, str] 
     captured = {k.lower(): v for k, v in (captured_headers or {}).items()}
     out: dict[str, str] = {}
     for name, value in captured.items():
-        if name in _DROP or name in _SECRET_HEADERS:
+        if name in _DROP or name in CREDENTIAL_HEADERS:
             continue
         if isinstance(value, str) and "<redacted" in value:
             continue
@@ -48,18 +51,6 @@ def headers_for(api: str, api_key: str | None, captured_headers: dict[str, str] 
             out["authorization"] = f"Bearer {api_key}"
         else:
             out["x-api-key"] = api_key
-    return out
-
-
-def redact_headers(headers: dict[str, str]) -> dict[str, str]:
-    """A copy safe to write to reports/: credentials replaced."""
-    out = {}
-    for name, value in headers.items():
-        if name.lower() in _SECRET_HEADERS:
-            kind = "bearer" if value.lower().startswith("bearer ") else "api-key"
-            out[name] = f"<redacted:{kind}>"
-        else:
-            out[name] = value
     return out
 
 

@@ -4,29 +4,29 @@ Rules:
 - `reports/failures/<test id>/` holds: `failure.txt` (format_failure, the one renderer),
   `violations.json`, per exchange N the exact request (`N.request.json` with headers redacted and
   `N.request.body`, the bytes sent), the raw response (`N.response.raw`) and its chunks with
-  arrival times (`N.response.chunks.jsonl`), `curl.sh` (the key comes from $CONFORMANCE_API_KEY,
-  never from the file), `reproduce.txt` (the `conformance replay` / pytest command lines) and
+  arrival times (`N.response.chunks.jsonl`: a status line, then one chunk record per line in the
+  capture format's encoding, `conformance.capture.format.Chunk`), `curl.sh` (the key comes from
+  $CONFORMANCE_API_KEY, never from the file), `reproduce.txt` (the `conformance replay` / pytest command lines) and
   `versions.json`.
-- Secrets never reach disk: credentials in headers are replaced by `<redacted:...>`; captured
-  bodies are already redacted by the capture proxy.
+- Secrets never reach disk: credentials in headers are replaced by `<redacted:...>`
+  (`conformance.capture.redact.redact_credentials`, the one redactor); captured bodies are
+  already redacted by the capture proxy.
 - `prepare(report_dir)` clears what a previous run left (results, failures, summary) so reports
   describe one run; it touches only files this module and the summary writer create.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import shlex
 import shutil
 from pathlib import Path
 from typing import Any
 
+from conformance.capture.format import Chunk
+from conformance.capture.redact import redact_credentials
 from conformance.core.failures import Violation
-from conformance.net.client import redact_headers
 from conformance.report.text import format_failure
-
-_SECRET_HEADERS = {"x-api-key", "authorization"}
 
 
 def prepare(report_dir: Path) -> None:
@@ -81,7 +81,7 @@ def write_failure_folder(
         (folder / body_file).write_bytes(raw.request_body)
         (folder / f"{n}.request.json").write_text(json.dumps({
             "note": sent.note, "method": raw.method, "url": raw.url,
-            "headers": redact_headers(raw.request_headers), "body": sent.request,
+            "headers": redact_credentials(raw.request_headers), "body": sent.request,
         }, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         (folder / f"{n}.response.raw").write_bytes(raw.body())
         with (folder / f"{n}.response.chunks.jsonl").open("w", encoding="utf-8") as fh:
@@ -89,11 +89,7 @@ def write_failure_folder(
                                  "error": raw.error, "elapsed": round(raw.elapsed, 6),
                                  "first_content_at": raw.first_content_at}, ensure_ascii=False) + "\n")
             for t, data in raw.chunks:
-                try:
-                    rec = {"t": round(t, 6), "data": data.decode("utf-8")}
-                except UnicodeDecodeError:
-                    rec = {"t": round(t, 6), "b64": base64.b64encode(data).decode("ascii")}
-                fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+                fh.write(json.dumps(Chunk(t, data).to_json(), ensure_ascii=False) + "\n")
         stream = isinstance(sent.request, dict) and sent.request.get("stream") is True
         curls.append(f"# {n}: {sent.note or raw.url}")
         curls.append(curl_command(raw.method, raw.url, raw.request_headers, body_file, stream=stream))

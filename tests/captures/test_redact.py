@@ -1,10 +1,11 @@
-"""Redaction and the vendor-prose filler, as pure functions."""
+"""Redaction (of captures and of the report copies of sent requests) and the vendor-prose filler,
+as pure functions."""
 
 from __future__ import annotations
 
 import json
 
-from conformance.capture.redact import RedactionConfig, Redactor, fill_prose, fill_text
+from conformance.capture.redact import RedactionConfig, Redactor, fill_prose, fill_text, redact_credentials
 
 
 def compact(obj) -> bytes:
@@ -139,3 +140,12 @@ def test_logged_in_account_uuid_is_pseudonymised_too():
     uid = json.dumps({"device_id": "e" * 64, "account_uuid": acct, "session_id": "5f0e7a52-1c1b-4c7e-9a55-0d4c2b8e9f11"})
     out = r.redact_body({"metadata": {"user_id": uid}})["metadata"]["user_id"]
     assert acct not in out and json.loads(out)["account_uuid"].startswith("00000000-0000-4000-8000-")
+
+
+def test_report_copies_replace_credentials_and_keep_everything_else():
+    sent = {"x-api-key": "sk-ant-real-key-1234567", "Authorization": "Bearer sk-real-token-987654",
+            "api-key": "azure-real", "anthropic-beta": "a,b", "x-session-id": "ses_kept", "User-Agent": "claude-cli"}
+    assert redact_credentials(sent) == {
+        "x-api-key": "<redacted:api-key>", "Authorization": "<redacted:bearer>", "api-key": "<redacted:api-key>",
+        "anthropic-beta": "a,b", "x-session-id": "ses_kept", "User-Agent": "claude-cli"}
+    assert list(redact_credentials(sent)) == list(sent)  # names keep their case and order
