@@ -235,11 +235,16 @@ class CheckedCall:
 
     @property
     def name(self) -> str:
-        return self.call.name if isinstance(self.call.name, str) else str(self.call.name)
+        return _name(self.call)
 
     @property
     def arguments(self) -> Any:
         return self.call.arguments
+
+
+def _name(call: ToolCall) -> str:
+    """The tool name as text (a target may send a number there; the client reads it as text)."""
+    return call.name if isinstance(call.name, str) else str(call.name)
 
 
 def _call_problem(call: ToolCall, offered: list[str]) -> str | None:
@@ -253,8 +258,8 @@ def _call_problem(call: ToolCall, offered: list[str]) -> str | None:
         return "the call has no id"
     if not call.name:
         return "the call has no tool name"
-    if call.name not in offered:
-        return f"tool {call.name!r} was not offered (offered: {', '.join(offered[:12])}...)"
+    if _name(call) not in offered:
+        return f"tool {_name(call)!r} was not offered (offered: {', '.join(offered[:12])}...)"
     return None
 
 
