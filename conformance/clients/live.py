@@ -6,9 +6,11 @@ Rules:
 - Offline settings from PEERS.md: a scratch HOME (and XDG dirs) per run, Claude Code with
   `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1`, opencode with
   `OPENCODE_DISABLE_MODELS_FETCH=1 OPENCODE_DISABLE_AUTOUPDATE=1` and a provider in the project's
-  `opencode.json`. The CLI's base URL is the capture proxy (`conformance.capture.proxy`), which forwards
-  to the target byte for byte and records every exchange; each recorded model exchange is then
-  judged by `check_exchange`, so a wire fault is named even when the CLI swallows it.
+  `opencode.json` (its AI SDK provider package chosen by the wire, `_OPENCODE_PROVIDER`; by
+  default each client speaks the wire the loop drives it on, `API_FOR_CLIENT`). The CLI's base
+  URL is the capture proxy (`conformance.capture.proxy`), which forwards to the target byte for
+  byte and records every exchange; each recorded model exchange is then judged by
+  `check_exchange`, so a wire fault is named even when the CLI swallows it.
 - Model output must not run on the host: Claude Code runs with `--permission-mode acceptEdits
   --disallowedTools Bash` (measured: acceptEdits alone still runs Bash commands it classes as
   edits inside the project, such as `touch` or `echo > f`, while `python3 -c` is denied), opencode
@@ -38,13 +40,17 @@ from conformance.core.failures import HasViolations, Violation
 from conformance.core.registry import violation
 from conformance.loop.sandbox import Sandbox
 from conformance.loop.scenarios import Scenario, check_completion
+from conformance.loop.tools import API_FOR_CLIENT
 from conformance.net.transport import RawExchange
 from conformance.report.text import ConformanceFailure
+from conformance.wire.dialect import ANTHROPIC, OPENAI, dialect
 
 CLIENTS = ("claude-code", "opencode")
 _BIN_NAMES = {"claude-code": "claude", "opencode": "opencode"}
 _BIN_ENV = {"claude-code": "CONFORMANCE_CLAUDE_BIN", "opencode": "CONFORMANCE_OPENCODE_BIN"}
 _SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
+# opencode's AI SDK provider package for each wire it can speak (PEERS.md)
+_OPENCODE_PROVIDER = {OPENAI.name: "@ai-sdk/openai-compatible", ANTHROPIC.name: "@ai-sdk/anthropic"}
 
 
 class ClientNotFound(FileNotFoundError):
@@ -143,9 +149,9 @@ def _env_opencode(home: Path) -> dict[str, str]:
             "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1"}
 
 
-def opencode_config(base_url: str, api_key: str, model: str, api: str = "openai") -> dict:
+def opencode_config(base_url: str, api_key: str, model: str, api: str = OPENAI.name) -> dict:
     """The project's opencode.json: one local provider pointing at the proxy (PEERS.md)."""
-    npm = "@ai-sdk/openai-compatible" if api == "openai" else "@ai-sdk/anthropic"
+    npm = _OPENCODE_PROVIDER[dialect(api).name]
     return {
         "$schema": "https://opencode.ai/config.json",
         "provider": {"conformance": {"npm": npm, "name": "conformance",
@@ -208,7 +214,7 @@ def run_live(client: str, scenario: Scenario, target: str, *, binary: str | Path
     project.mkdir()
     sandbox = Sandbox(project, client)  # only to seed and read back; the CLI runs its own tools
     sandbox.seed(scenario.seed_files(values))
-    api = api or ("anthropic" if client == "claude-code" else "openai")
+    api = api or API_FOR_CLIENT[client]  # the wire the loop drives as this client
     model = model or "reference-model"
     recorder = CaptureRecorder(CaseInfo(case=f"live-{scenario.id}", description=f"live {client} run of {scenario.id}"),
                                None)

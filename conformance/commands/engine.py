@@ -35,7 +35,7 @@ def run(args) -> int:
     from aiohttp import web
 
     from conformance.engine import faults as F
-    from conformance.engine.scenarios import ScenarioError
+    from conformance.engine.scenarios import EngineScenarioError
     from conformance.engine.server import build_app
     from conformance.engine.state import DEFAULT_MAX_CONTEXT, DEFAULT_MODEL, EngineConfig
 
@@ -52,7 +52,7 @@ def run(args) -> int:
                           scenarios_dir=args.scenarios, exit_on_crash=True)
     try:
         app = build_app(config)
-    except ScenarioError as e:
+    except EngineScenarioError as e:
         print(f"conformance engine: {e}", file=sys.stderr)
         return 2
 

@@ -55,8 +55,9 @@ _NOTE_LINE = re.compile(r"^\s*\((End of file|File has more lines|Output truncate
 _LINE_PREFIX = re.compile(r"^\s*\d+(?:→|\t|\| ?|: )")
 
 
-class ScenarioError(ValueError):
-    pass
+class EngineScenarioError(ValueError):
+    """A scenario file the reference engine cannot load or play (bad JSON, not a scenario, no
+    trigger or script, an unknown template filter). Not the loop driver's `LoopScenarioError`."""
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ class Scenario:
 
 
 def load_dir(folder) -> list[Scenario]:
-    """Load every scenario file of `folder` (skipping the schema); raise ScenarioError on a bad one."""
+    """Load every scenario file of `folder` (skipping the schema); raise EngineScenarioError on a bad one."""
     out = []
     for p in sorted(Path(folder).glob("*.json")):
         if p.name.endswith(".schema.json"):
@@ -76,17 +77,17 @@ def load_dir(folder) -> list[Scenario]:
         try:
             doc = json.loads(p.read_text(encoding="utf-8"))
         except (OSError, ValueError) as e:
-            raise ScenarioError(f"{p}: not readable JSON ({e}); fix the file or point --scenarios elsewhere") from e
+            raise EngineScenarioError(f"{p}: not readable JSON ({e}); fix the file or point --scenarios elsewhere") from e
         if not isinstance(doc, dict) or doc.get("format") != "conformance.scenario":
-            raise ScenarioError(f"{p}: not a conformance.scenario file (format field)")
+            raise EngineScenarioError(f"{p}: not a conformance.scenario file (format field)")
         try:
             trig = re.compile(doc["trigger"], re.I)
             script = tuple(doc["script"])
             sid = doc["id"]
         except (KeyError, TypeError, re.error) as e:
-            raise ScenarioError(f"{p}: bad scenario ({e!r}); it needs id, trigger (a regex) and script") from e
+            raise EngineScenarioError(f"{p}: bad scenario ({e!r}); it needs id, trigger (a regex) and script") from e
         if not script or not all(isinstance(t, dict) and ("text" in t or "tool_calls" in t) for t in script):
-            raise ScenarioError(f"{p}: every script turn needs `text` or `tool_calls`")
+            raise EngineScenarioError(f"{p}: every script turn needs `text` or `tool_calls`")
         out.append(Scenario(sid, trig, script, str(p)))
     return out
 
@@ -234,7 +235,7 @@ def _filter(value, name: str):
         return sum(1 for ln in str(value).splitlines() if ln.strip())
     if name == "json":
         return json.dumps(value)
-    raise ScenarioError(f"unknown template filter {name!r}")
+    raise EngineScenarioError(f"unknown template filter {name!r}")
 
 
 def render(template: str, results: list[str], result: str) -> str:

@@ -11,12 +11,16 @@ Rules:
   the prompt stay), and `model` when the run asks for one.
 - Every turn is sent with deadlines (`conformance.net.transport`) and judged by
   `check_exchange`; the first turn whose exchange has errors ends the loop and names the turn.
-- Tool calls are parsed from the accumulated message, run in the sandbox, and appended exactly
-  as the client does (measured on Claude Code 2.1.197 and opencode 1.18.33, see docs/loop.md):
-  Anthropic — the assistant message with its content blocks verbatim (thinking + signature,
-  text, tool_use), then one user message of tool_result blocks (`is_error: true` on errors),
-  cache_control removed from earlier message blocks and put on the last block; OpenAI — the
-  assistant message with `content: ""` (or the text) and `tool_calls`, then one `role: tool`
+- Everything about the wire is the Dialect's (`conformance.wire.dialect`): the tool calls of the
+  accumulated message are its `ToolCall`s (`parse_calls` adds only the loop's judgement: no id, no
+  name, not offered, arguments not a JSON object / not a JSON string), the stop reason and the
+  stop vocabulary are its `stops` (`final`, `tool`, `forced_tool` for a turn forced to call a
+  tool). This module compares against no wire's name.
+- Tool calls run in the sandbox and are appended exactly as the client does (measured on Claude
+  Code 2.1.197 and opencode 1.18.33, see docs/loop.md); the shapes per wire are the client's
+  `Conversation` (`conformance.loop.conversation`): Anthropic — the assistant message with its
+  content blocks verbatim, then one user message of tool_result blocks, one cache breakpoint moved
+  to the last block; OpenAI — the assistant message with `tool_calls`, then one `role: tool`
   message per call with its `tool_call_id`.
 - Before sending turn k+1 the driver checks its own request (`check_outgoing`): every tool call
   id answered exactly once, thinking blocks sent back unchanged. That check is a module
@@ -60,16 +64,16 @@ from conformance.core.failures import HasViolations, Violation
 from conformance.core.paths import captured_dir
 from conformance.core.registry import violation
 from conformance.core.results import Result
+from conformance.loop.conversation import conversation
 from conformance.loop.sandbox import Sandbox, ToolOutcome
 from conformance.loop.scenarios import Scenario, check_completion
 from conformance.loop.tools import CLIENT_FOR_API, offered_tool_names
 from conformance.net.transport import Deadlines, RawExchange, send
 from conformance.report.text import ConformanceFailure
+from conformance.wire.dialect import Dialect, ToolCall, dialect
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 _CWD_RX = re.compile(r"working directory:\s*(/[^\s\"\\<>]+)", re.IGNORECASE)
-FINAL_STOPS = {"anthropic": ("end_turn",), "openai": ("stop",)}
-TOOL_STOPS = {"anthropic": ("tool_use",), "openai": ("tool_calls",)}
 
 
 class TemplateError(LookupError):
@@ -98,15 +102,20 @@ def _version_key(v: str) -> tuple:
     return tuple(int(x) if x.isdigit() else 0 for x in re.split(r"[.\-+]", v))
 
 
+def _is_generation_path(path: str, wire: Dialect) -> bool:
+    """The wire's generation endpoint under any base path (a client's base URL may carry its own
+    prefix before `/v1`, or none); count_tokens and /responses are not a loop's first request."""
+    return path.rstrip("/").endswith(wire.generation_path.removeprefix("/v1"))
+
+
 def _first_loop_request(cap: Capture, api: str) -> CapturedRequest | None:
+    wire = dialect(api)
     for ex in cap.main_exchanges():
         req = ex.request
         body = req.body
         if req.api != api or not isinstance(body, dict) or not body.get("tools"):
             continue
-        if api == "openai" and not req.path.rstrip("/").endswith("/chat/completions"):
-            continue
-        if api == "anthropic" and not req.path.rstrip("/").endswith("/messages"):
+        if not _is_generation_path(req.path, wire):
             continue
         msgs = body.get("messages") or []
         if any(isinstance(m, dict) and m.get("role") in ("assistant", "tool") for m in msgs):
@@ -212,48 +221,64 @@ def build_first_request(template: Template, prompt: str, sandbox_root: Path, mod
 
 
 # ---------------------------------------------------------------------------------- tool calls
-@dataclass
-class ToolCall:
-    id: str
-    name: str
-    args: Any  # parsed arguments (dict when well-formed)
-    raw_args: str | None = None  # OpenAI: the arguments string as received
-    problem: str | None = None  # why the call is not well-formed
+@dataclass(frozen=True)
+class CheckedCall:
+    """One tool call as the wire reads it (`conformance.wire.dialect.ToolCall`) and the loop's
+    judgement of it: `problem` says why the client cannot run it (None when it can)."""
+
+    call: ToolCall
+    problem: str | None = None
+
+    @property
+    def id(self) -> str:
+        return self.call.id
+
+    @property
+    def name(self) -> str:
+        return _name(self.call)
+
+    @property
+    def arguments(self) -> Any:
+        return self.call.arguments
 
 
-def parse_calls(message: dict, api: str, offered: list[str]) -> list[ToolCall]:
-    calls: list[ToolCall] = []
-    if api == "anthropic":
-        for b in message.get("content") or []:
-            if isinstance(b, dict) and b.get("type") == "tool_use":
-                calls.append(ToolCall(str(b.get("id") or ""), str(b.get("name") or ""), b.get("input")))
-    else:
-        for tc in message.get("tool_calls") or []:
-            fn = (tc or {}).get("function") or {}
-            raw = fn.get("arguments")
-            args: Any = None
-            problem = None
-            if isinstance(raw, str):
-                try:
-                    args = json.loads(raw) if raw.strip() else {}
-                except json.JSONDecodeError as exc:
-                    problem = f"arguments are not JSON ({exc.msg} at char {exc.pos})"
-            else:
-                problem = f"arguments are a {type(raw).__name__}, not a JSON string"
-            calls.append(ToolCall(str((tc or {}).get("id") or ""), str(fn.get("name") or ""), args,
-                                  raw if isinstance(raw, str) else json.dumps(raw), problem))
-    for c in calls:
-        if c.problem:
-            continue
-        if not c.id:
-            c.problem = "the call has no id"
-        elif not c.name:
-            c.problem = "the call has no tool name"
-        elif c.name not in offered:
-            c.problem = f"tool {c.name!r} was not offered (offered: {', '.join(offered[:12])}...)"
-        elif not isinstance(c.args, dict):
-            c.problem = f"arguments are a {type(c.args).__name__}, not a JSON object"
-    return calls
+def _name(call: ToolCall) -> str:
+    """The tool name as text (a target may send a number there; the client reads it as text)."""
+    return call.name if isinstance(call.name, str) else str(call.name)
+
+
+def _call_problem(call: ToolCall, offered: list[str]) -> str | None:
+    """Why the client cannot run `call`: arguments not a JSON string (`not_text`) or not a JSON
+    object (`parse_error`), no id, no tool name, a tool it did not offer."""
+    if call.not_text is not None:
+        return f"arguments are a {call.not_text}, not a JSON string"
+    if call.parse_error is not None:
+        return call.parse_error
+    if not call.id:
+        return "the call has no id"
+    if not call.name:
+        return "the call has no tool name"
+    if _name(call) not in offered:
+        return f"tool {_name(call)!r} was not offered (offered: {', '.join(offered[:12])}...)"
+    return None
+
+
+def parse_calls(message: dict, api: str, offered: list[str]) -> list[CheckedCall]:
+    """The message's tool calls (the Dialect's reader), each with the loop's judgement."""
+    return [CheckedCall(call, _call_problem(call, offered)) for call in dialect(api).tool_calls(message)]
+
+
+def _arguments_seen(message: dict, call: ToolCall) -> str:
+    """The arguments as they arrived, for a report: the text, else the value at the call's pointer."""
+    if call.raw is not None:
+        return call.raw
+    value: Any = message
+    for token in call.pointer.split("/")[1:]:
+        if isinstance(value, list) and token.isdigit() and int(token) < len(value):
+            value = value[int(token)]
+        else:
+            value = value.get(token) if isinstance(value, dict) else None
+    return json.dumps(value)
 
 
 # ---------------------------------------------------------------------------------- self-check
@@ -268,28 +293,21 @@ def check_outgoing(body: dict, api: str, received: dict, turn: int) -> list[Viol
                           expected="the previous assistant turn followed by its tool results", seen="none", turn=turn)]
     sent = msgs[idx]
     after = msgs[idx + 1:]
-    if api == "anthropic":
-        want_ids = [b.get("id") for b in received.get("content") or [] if isinstance(b, dict) and b.get("type") == "tool_use"]
-        got_blocks = sent.get("content") if isinstance(sent.get("content"), list) else []
-        for kind in ("thinking", "redacted_thinking"):
-            want = [b for b in received.get("content") or [] if isinstance(b, dict) and b.get("type") == kind]
-            got = [b for b in got_blocks if isinstance(b, dict) and b.get("type") == kind]
-            if want != got:
-                out.append(violation(
-                    "loop.thinking_preserved", f"the {kind} blocks sent back differ from the ones received",
-                    expected=json.dumps(want)[:300], seen=json.dumps(got)[:300], turn=turn,
-                    pointer=f"/messages/{idx}/content"))
-        results = [b for m in after if isinstance(m, dict) and m.get("role") == "user" and isinstance(m.get("content"), list)
-                   for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result"]
-        got_ids = [b.get("tool_use_id") for b in results]
-    else:
-        want_ids = [tc.get("id") for tc in received.get("tool_calls") or []]
-        sent_ids = [tc.get("id") for tc in sent.get("tool_calls") or []]
-        if sent_ids != want_ids:
-            out.append(violation("loop.tool_result_paired", "the assistant tool_calls sent back differ from the ones received",
-                                 expected=json.dumps(want_ids), seen=json.dumps(sent_ids), turn=turn,
-                                 pointer=f"/messages/{idx}/tool_calls"))
-        got_ids = [m.get("tool_call_id") for m in after if isinstance(m, dict) and m.get("role") == "tool"]
+    client = conversation(api)
+    want_ids = [call.id for call in dialect(api).tool_calls(received)]
+    for kind in client.kept_kinds:
+        want, got = client.kept_blocks(received, kind), client.kept_blocks(sent, kind)
+        if want != got:
+            out.append(violation(
+                "loop.thinking_preserved", f"the {kind} blocks sent back differ from the ones received",
+                expected=json.dumps(want)[:300], seen=json.dumps(got)[:300], turn=turn,
+                pointer=f"/messages/{idx}/content"))
+    sent_ids = client.echoed_call_ids(sent)
+    if sent_ids is not None and sent_ids != want_ids:
+        out.append(violation("loop.tool_result_paired", "the assistant tool_calls sent back differ from the ones received",
+                             expected=json.dumps(want_ids), seen=json.dumps(sent_ids), turn=turn,
+                             pointer=f"/messages/{idx}/tool_calls"))
+    got_ids = client.answered_ids(after)
     missing = [i for i in want_ids if got_ids.count(i) == 0]
     doubled = sorted({i for i in got_ids if got_ids.count(i) > 1})
     unknown = [i for i in got_ids if i not in want_ids]
@@ -310,7 +328,7 @@ class TurnRecord:
     raw: RawExchange | None
     verdict: Any  # ExchangeVerdict
     stop_reason: str | None = None
-    calls: list[ToolCall] = field(default_factory=list)
+    calls: list[CheckedCall] = field(default_factory=list)
     outcomes: list[ToolOutcome] = field(default_factory=list)
 
 
@@ -407,6 +425,8 @@ class LoopDriver:
             raise ValueError(f"api must be one of {sorted(CLIENT_FOR_API)}, got {api!r}")
         self.target = target
         self.api = api
+        self.dialect = dialect(api)
+        self.conversation = conversation(api)  # how self.client continues the conversation
         self.client = CLIENT_FOR_API[api]
         self.model = model
         self.expect_model = expect_model if expect_model is not None else model
@@ -422,34 +442,15 @@ class LoopDriver:
 
     # ----- hooks (overridden only by self-tests)
     def echo_assistant(self, message: dict) -> dict:
-        if self.api == "anthropic":
-            return {"role": "assistant", "content": copy.deepcopy(message.get("content") or [])}
-        out: dict[str, Any] = {"role": "assistant", "content": message.get("content") or ""}
-        calls = message.get("tool_calls") or []
-        if calls:
-            out["tool_calls"] = [{"id": tc.get("id"), "type": "function",
-                                  "function": {"name": (tc.get("function") or {}).get("name"),
-                                               "arguments": (tc.get("function") or {}).get("arguments")}}
-                                 for tc in calls]
-        return out
+        return self.conversation.echo_assistant(message)
 
-    def result_messages(self, calls: list[ToolCall], outcomes: list[ToolOutcome]) -> list[dict]:
-        if self.api == "anthropic":
-            blocks = []
-            for c, o in zip(calls, outcomes, strict=True):
-                if o.is_error:
-                    blocks.append({"type": "tool_result", "content": o.text, "is_error": True, "tool_use_id": c.id})
-                elif o.explicit_ok:
-                    blocks.append({"tool_use_id": c.id, "type": "tool_result", "content": o.text, "is_error": False})
-                else:
-                    blocks.append({"tool_use_id": c.id, "type": "tool_result", "content": o.text})
-            return [{"role": "user", "content": blocks}]
-        return [{"role": "tool", "tool_call_id": c.id, "content": o.text} for c, o in zip(calls, outcomes, strict=True)]
+    def result_messages(self, calls: list[CheckedCall], outcomes: list[ToolOutcome]) -> list[dict]:
+        return self.conversation.result_messages([c.id for c in calls], outcomes)
 
-    def run_call(self, sandbox: Sandbox, call: ToolCall) -> ToolOutcome:
+    def run_call(self, sandbox: Sandbox, call: CheckedCall) -> ToolOutcome:
         if call.problem:
             return sandbox._error(f"The arguments provided to the tool are invalid: {call.problem}")
-        return sandbox.run(call.name, call.args)
+        return sandbox.run(call.name, call.arguments)
 
     # ----- mechanics
     def _cache_control(self) -> dict:
@@ -516,14 +517,10 @@ class LoopDriver:
             forced = False
             original_choice = body.get("tool_choice")
             if scenario.tool_choice_required:
-                body["tool_choice"] = {"type": "any"} if self.api == "anthropic" else "required"
+                # the wire's "any tool" choice; on the Anthropic wire thinking goes off for the whole
+                # loop (see conformance.loop.conversation)
+                self.conversation.force_tool_call(body)
                 forced = True
-                if self.api == "anthropic" and (body.get("thinking") or {}).get("type") not in (None, "disabled"):
-                    # The Messages API refuses a forced tool_choice with thinking on, and a later turn
-                    # may not switch thinking back on; so the whole loop runs as Claude Code does with
-                    # MAX_THINKING_TOKENS=0: thinking disabled, no context_management (WIRE.md).
-                    body["thinking"] = {"type": "disabled"}
-                    body.pop("context_management", None)
             received: dict | None = None
             for turn in range(1, limit + 1):
                 if received is not None:
@@ -538,7 +535,7 @@ class LoopDriver:
                 report.turns.append(record)
                 message = verdict.message
                 if isinstance(message, dict):
-                    record.stop_reason = tool_checks.stop_reason_of(message, self.api)
+                    record.stop_reason = self.dialect.stop_reason(message)
                     record.calls = parse_calls(message, self.api, offered)
                 if verdict.errors or not isinstance(message, dict):
                     report.violations.extend(verdict.violations)
@@ -561,29 +558,31 @@ class LoopDriver:
                     report.violations.append(violation(
                         "loop.tool_call_wellformed", f"tool call {c.id or '?'} ({c.name or '?'}) is not well-formed: {c.problem}",
                         expected="an id, an offered tool name and a JSON object of arguments",
-                        seen=(c.raw_args if c.raw_args is not None else json.dumps(c.args))[:300], turn=turn))
+                        seen=_arguments_seen(message, c.call)[:300], turn=turn))
                 if bad:
                     report.ended = "exchange"
                     break
                 if cut_call is not None:
                     report.violations.append(violation(
-                        "loop.stop_reason", f"the turn was {tool_checks.describe_cut(stop, self.api)} inside tool call "
+                        "loop.stop_reason", f"the turn was {self.dialect.describe_cut(stop)} inside tool call "
                         f"{len(calls)} ({cut_call.name or '?'})", seen=repr(stop), turn=turn,
                         expected="the call completed within the output cap, then "
-                        + " or ".join(TOOL_STOPS[self.api])))
+                        + " or ".join(self.dialect.stops.tool)))
                     report.ended = "exchange"
                     break
+                stops = self.dialect.stops
                 if not calls:
-                    if stop not in FINAL_STOPS[self.api]:
+                    if stop not in stops.final:
                         report.violations.append(violation(
                             "loop.stop_reason", f"the final assistant turn ended with {stop!r}",
-                            expected=" or ".join(FINAL_STOPS[self.api]), seen=repr(stop), turn=turn))
+                            expected=" or ".join(stops.final), seen=repr(stop), turn=turn))
                     report.ended = "final"
                     break
-                if stop not in TOOL_STOPS[self.api] and not (forced and self.api == "openai" and stop == "stop"):
+                # a turn forced to call a tool may end with one of the wire's forced_tool stops too
+                if stop not in stops.tool and not (forced and stop in stops.forced_tool):
                     report.violations.append(violation(
                         "loop.stop_reason", f"the turn called {len(calls)} tool(s) but ended with {stop!r}",
-                        expected=" or ".join(TOOL_STOPS[self.api]), seen=repr(stop), turn=turn))
+                        expected=" or ".join(stops.tool), seen=repr(stop), turn=turn))
                     report.ended = "exchange"
                     break
                 record.outcomes = [self.run_call(sandbox, c) for c in calls]
@@ -597,7 +596,7 @@ class LoopDriver:
                     forced = False
                 body["messages"].append(self.echo_assistant(message))
                 body["messages"].extend(self.result_messages(calls, record.outcomes))
-                if self.api == "anthropic":
+                if self.conversation.moves_cache_breakpoint:
                     self._move_cache_control(body, cache_control)
             else:
                 report.ended = "turn_limit"

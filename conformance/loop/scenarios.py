@@ -29,8 +29,9 @@ _TEMPLATE = re.compile(r"\{\{\s*([^}|]+?)\s*((?:\|\s*[a-z_]+\s*)*)\}\}")
 _INT = re.compile(r"-?\d+")
 
 
-class ScenarioError(ValueError):
-    pass
+class LoopScenarioError(ValueError):
+    """An agent task the loop driver cannot run: a scenario file that does not load or validate,
+    an unknown scenario id, a bad variable or template. Not the engine's `EngineScenarioError`."""
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ def load_scenario(path: Path | str) -> Scenario:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
-        raise ScenarioError(f"{path}: cannot read the scenario ({exc})") from exc
+        raise LoopScenarioError(f"{path}: cannot read the scenario ({exc})") from exc
     schema = _schema()
     if schema is not None:
         import jsonschema
@@ -81,7 +82,7 @@ def load_scenario(path: Path | str) -> Scenario:
         if errors:
             e = errors[0]
             where = "/" + "/".join(str(p) for p in e.path)
-            raise ScenarioError(f"{path}: not a valid scenario at {where}: {e.message} "
+            raise LoopScenarioError(f"{path}: not a valid scenario at {where}: {e.message} "
                                 "(see docs/contracts/scenarios.md)")
     return Scenario(
         id=data["id"], title=data["title"], prompt=data["prompt"], trigger=data["trigger"],
@@ -98,7 +99,7 @@ def load_scenarios(folder: Path | str | None = None) -> list[Scenario]:
     ids = [s.id for s in out]
     dupes = {i for i in ids if ids.count(i) > 1}
     if dupes:
-        raise ScenarioError(f"{folder}: scenario ids are not unique: {sorted(dupes)}")
+        raise LoopScenarioError(f"{folder}: scenario ids are not unique: {sorted(dupes)}")
     return out
 
 
@@ -106,7 +107,7 @@ def get_scenario(scenario_id: str, folder: Path | str | None = None) -> Scenario
     for s in load_scenarios(folder):
         if s.id == scenario_id:
             return s
-    raise ScenarioError(f"no scenario {scenario_id!r} in {folder or scenarios_dir()}")
+    raise LoopScenarioError(f"no scenario {scenario_id!r} in {folder or scenarios_dir()}")
 
 
 # ------------------------------------------------------------------------------- variables
@@ -121,7 +122,7 @@ def draw_variables(spec: dict[str, dict[str, Any]], rng: random.Random) -> dict[
         elif kind == "token":
             values[name] = "".join(rng.choice("0123456789abcdef") for _ in range(12))
         else:
-            raise ScenarioError(f"variable {name!r}: unknown kind {kind!r} (ints, word, token)")
+            raise LoopScenarioError(f"variable {name!r}: unknown kind {kind!r} (ints, word, token)")
     return values
 
 
@@ -159,14 +160,14 @@ def render(template: str, values: dict[str, Any]) -> str:
     def sub(m: re.Match) -> str:
         expr = m.group(1).strip()
         if expr == "result" or expr.startswith("results."):
-            raise ScenarioError(f"template {m.group(0)!r}: tool results are the engine's to evaluate, "
+            raise LoopScenarioError(f"template {m.group(0)!r}: tool results are the engine's to evaluate, "
                                 "not the driver's")
         if expr not in values:
-            raise ScenarioError(f"template {m.group(0)!r}: unknown variable {expr!r} (known: {sorted(values)})")
+            raise LoopScenarioError(f"template {m.group(0)!r}: unknown variable {expr!r} (known: {sorted(values)})")
         value: Any = values[expr]
         for f in [f.strip() for f in m.group(2).split("|") if f.strip()]:
             if f not in _FILTERS:
-                raise ScenarioError(f"template {m.group(0)!r}: unknown filter {f!r} (known: {sorted(_FILTERS)})")
+                raise LoopScenarioError(f"template {m.group(0)!r}: unknown filter {f!r} (known: {sorted(_FILTERS)})")
             value = _FILTERS[f](value)
         return _text(value)
 

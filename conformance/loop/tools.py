@@ -7,12 +7,15 @@ Rules:
   itself: the captured request's own `tools` array is what the model sees. These tables name
   which dialect runs which client's tools and give the schemas the self-tests compare against.
 - One dialect, one client: the Anthropic wire is driven as Claude Code drives it, the OpenAI
-  chat wire as opencode drives it.
+  chat wire as opencode drives it (`CLIENT_FOR_API`, keyed by the Dialect's name).
+- Which tools a request offers is the Dialect's reader (`offered_tools`), not a copy here.
 """
 
 from __future__ import annotations
 
-CLIENT_FOR_API = {"anthropic": "claude-code", "openai": "opencode"}
+from conformance.wire.dialect import ANTHROPIC, OPENAI, dialect
+
+CLIENT_FOR_API = {ANTHROPIC.name: "claude-code", OPENAI.name: "opencode"}
 API_FOR_CLIENT = {v: k for k, v in CLIENT_FOR_API.items()}
 
 # Tool names each client offers that the sandbox implements (current + older releases).
@@ -371,22 +374,10 @@ SCHEMAS["claude-code"].update({
 })
 
 def offered_tool_names(api: str, body: dict) -> list[str]:
-    """Names of the tools a request body offers, in either dialect."""
-    names = []
-    for t in body.get("tools") or []:
-        if api == "openai":
-            names.append((t.get("function") or {}).get("name", ""))
-        else:
-            names.append(t.get("name", ""))
-    return names
+    """Names of the tools a request body offers, in either dialect, in the order offered."""
+    return list(dialect(api).offered_tools(body))
 
 
 def offered_schema(api: str, body: dict, name: str) -> dict | None:
-    for t in body.get("tools") or []:
-        if api == "openai":
-            fn = t.get("function") or {}
-            if fn.get("name") == name:
-                return fn.get("parameters")
-        elif t.get("name") == name:
-            return t.get("input_schema")
-    return None
+    """The JSON schema of the offered tool `name` (None when it is not offered or has none)."""
+    return dialect(api).offered_tools(body).get(name)

@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 from conformance.loop.sandbox import Sandbox
-from conformance.loop.scenarios import ScenarioError, check_completion, load_scenario, load_scenarios, render
+from conformance.loop.scenarios import (
+    LoopScenarioError,
+    check_completion,
+    load_scenario,
+    load_scenarios,
+    render,
+)
 
 
 def test_bundled_scenarios_cover_the_required_tasks() -> None:
@@ -41,11 +47,11 @@ def test_templates_filters_and_refusals() -> None:
     assert render("{{nums|lines}}", values) == "1\n2\n3"
     assert render("{{w|upper}}-{{ w }}", values) == "ABC-abc"
     assert render("{{nums|max_int}} {{nums|min_int}} {{nums|count_lines}}", values) == "3 1 3"
-    with pytest.raises(ScenarioError, match="engine"):
+    with pytest.raises(LoopScenarioError, match="engine"):
         render("{{result|sum_ints}}", values)
-    with pytest.raises(ScenarioError, match="unknown variable"):
+    with pytest.raises(LoopScenarioError, match="unknown variable"):
         render("{{nope}}", values)
-    with pytest.raises(ScenarioError, match="unknown filter"):
+    with pytest.raises(LoopScenarioError, match="unknown filter"):
         render("{{w|reverse}}", values)
 
 
@@ -76,5 +82,5 @@ def test_edit_scenario_completion(tmp_path: Path) -> None:
 def test_bad_scenario_file_fails_loudly(tmp_path: Path) -> None:
     p = tmp_path / "bad.json"
     p.write_text(json.dumps({"format": "conformance.scenario", "version": 1, "id": "Bad Id"}))
-    with pytest.raises(ScenarioError, match="bad.json"):
+    with pytest.raises(LoopScenarioError, match="bad.json"):
         load_scenario(p)
