@@ -4,7 +4,7 @@ Rules:
 - Works on the accumulated message of either API through its Dialect (conformance.wire.dialect:
   `tool_calls` as the one `ToolCall`, `text`, `offered_tools`, the stop vocabulary): Anthropic
   `tool_use` blocks with a parsed `input`, OpenAI `tool_calls` with `function.arguments` as a
-  JSON string. `tool_calls`, `message_text`, `stop_reason_of` and `describe_cut` here are thin
+  JSON string. `tool_calls`, `offered_tools`, `message_text`, `stop_reason_of`, `describe_cut` are thin
   wrappers over the Dialect for callers that hold an api name.
 - For the exchange judge: `structured_outcome` and `arguments_outcomes` give the verdicts as
   `CheckOutcome`s; `check_call_structured` / `check_arguments` give the bare violations.
