@@ -14,24 +14,23 @@ Rules:
 
 from __future__ import annotations
 
-from conformance.checks import suite as S
+from conformance.checks import suite as suite_checks
 from conformance.core.failures import Violation
 from conformance.core.registry import violation
 from conformance.net.transport import RawExchange
+from conformance.wire.dialect import dialect
 
 
 def check_error_answer(raw: RawExchange, api: str) -> list[Violation]:
     """Violations of the answer to a request that had to be refused (empty: refused correctly)."""
-    from conformance.checks.exchange import protocol
-
     if raw.status is None:
         return []
     if 200 <= raw.status < 300:
-        return [violation(S.ERROR_ENVELOPE, "the target accepted a request whose messages is not a list",
+        return [violation(suite_checks.ERROR_ENVELOPE, "the target accepted a request whose messages is not a list",
                           expected="a 4xx error in the API's error envelope", seen=f"HTTP {raw.status}",
                           pointer="/messages")]
-    out = list(protocol(api).check_error(raw.status, raw.body()))
+    out = list(dialect(api).check_error(raw.status, raw.body()))
     if not any(v.is_error for v in out) and not 400 <= raw.status < 500:
-        out.append(violation(S.ERROR_ENVELOPE, "an invalid request was answered with a server error, not a 4xx",
+        out.append(violation(suite_checks.ERROR_ENVELOPE, "an invalid request was answered with a server error, not a 4xx",
                              expected="4xx (invalid_request_error)", seen=f"HTTP {raw.status}"))
     return out

@@ -4,17 +4,30 @@ attribution and the probes all call.
 Rules:
 - `check_exchange(raw, request, api=..., expect_model=..., turn=...)` never raises on a target's
   behaviour; it returns an `ExchangeVerdict`: the violations (errors and warnings), the
-  accumulated message (via `conformance.wire.<api>`), and `outcomes`, the verdict per check
+  accumulated message (via `dialect(api)`), and `outcomes`, the verdict per check
   id that applied (passed / failed / warning / unverifiable / skipped) — what the results record
   stores, so a pass is recorded as a pass, not as silence.
-- Order, and what stops judging: transport errors first (connect → `suite.target.reachable`;
-  deadlines → `suite.deadline.*`, and a stream cut by a deadline is not judged further, so a hang
-  is reported as a hang, not as a truncated stream); then the status (non-2xx →
-  `suite.request.accepted` with the target's error text and the request field it names;
-  count_tokens → `suite.count_tokens.available`); then the wire grammar (stream or not, decided
-  by the request's `stream`), an output cap used up but reported as a natural end (a warning),
-  tools (text-shaped calls, a forced or forbidden tool_choice,
-  arguments against the schema) and model identity on the accumulated message.
+- Judging is an ordered list of stages (`STAGES`), each a small function of one shared
+  `ExchangeState` returning `CheckOutcome`s (checks/outcome.py); the verdict folds them in
+  order: every violation in order, the last outcome per check id, every non-empty note. A stage
+  that ends judging sets `state.ended_by`, and no later stage runs. The stages call the small
+  check functions of their area (tools, tool_choice, stop_reason, identity) and ask the wire
+  through `dialect(api)`, never by the wire's name.
+- The order, and what stops judging:
+  transport: connect -> `suite.target.reachable`; no status -> `suite.transport.complete`;
+  deadlines -> `suite.deadline.*`; each ends judging (a stream cut by a deadline is not judged
+  further, so a hang is reported as a hang, not as a truncated stream).
+  status: a non-2xx -> `suite.request.accepted` with the target's error text and the request
+  field it names (count_tokens 404/405/501 -> `suite.count_tokens.available`), and ends judging;
+  a connection broken after a 2xx is `suite.transport.complete` on top.
+  endpoint: count_tokens is judged by its body and ends judging; a path other than the
+  generation ones ends judging with a note.
+  grammar: the wire grammar (stream or not, decided by the request's `stream`), which yields the
+  accumulated message the later stages read.
+  cap: an output cap used up but reported as a natural end (a warning).
+  structured, choice, arguments: tools (text-shaped calls, a forced or forbidden tool_choice,
+  names and arguments against the schema).
+  model_identity: the answering model, whenever a message arrived.
 - A tool call cut by the output cap (the last call of a turn whose stop reason is a cut one) is
   `tools.call_cut`, a warning; `tools.arguments_schema` stays passed when the cut was the only
   problem.
@@ -24,24 +37,29 @@ Rules:
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
 
 from conformance.checks import identity, stop_reason, tool_choice, tools
-from conformance.checks import suite as S
+from conformance.checks import suite as suite_checks
+from conformance.checks.outcome import CheckOutcome
 from conformance.core.failures import HasViolations, Violation
 from conformance.core.registry import violation
 from conformance.net.transport import RawExchange
+from conformance.wire.dialect import Dialect, dialect
 
 _DEADLINE_CHECK = {
-    "deadline_total": S.DEADLINE_TOTAL,
-    "deadline_first_content": S.DEADLINE_FIRST_CONTENT,
-    "deadline_first_byte": S.DEADLINE_FIRST_CONTENT,
+    "deadline_total": suite_checks.DEADLINE_TOTAL,
+    "deadline_first_content": suite_checks.DEADLINE_FIRST_CONTENT,
+    "deadline_first_byte": suite_checks.DEADLINE_FIRST_CONTENT,
 }
+# Paths judged beyond acceptance: the generation endpoints of the wires, behind any prefix.
+_GENERATION_SUFFIXES = ("/messages", "/chat/completions")
 
 
 @dataclass
@@ -68,11 +86,10 @@ class ExchangeVerdict(HasViolations):
         return None
 
 
-def protocol(api: str):
-    """The wire-core module for an API (`conformance.wire.anthropic` / `.openai`)."""
-    if api not in ("anthropic", "openai"):
-        raise ValueError(f"unknown api {api!r}: expected 'anthropic' or 'openai'")
-    return importlib.import_module(f"conformance.wire.{api}")
+def protocol(api: str) -> ModuleType:
+    """The wire-core module for an API (`dialect(api).wire`), kept for callers that use the
+    module itself; new code asks `dialect(api)`."""
+    return dialect(api).wire
 
 
 # ----------------------------------------------------------------------------- error text
@@ -153,12 +170,214 @@ def named_field(message: str, body: Any) -> str | None:
     return hits[0][2]
 
 
+# ----------------------------------------------------------------------------- the stages
+@dataclass
+class ExchangeState:
+    """What the stages share while judging one exchange: the inputs, what earlier stages read
+    (the error text, the accumulated message, the events), and whether judging has ended."""
+
+    raw: RawExchange
+    request: dict
+    api: str
+    expect_model: str | None
+    turn: int | None
+    stream: bool
+    path: str
+    error_text: str | None = None
+    message: dict[str, Any] | None = None
+    events: list = field(default_factory=list)
+    unparsed_input: dict[str, str] = field(default_factory=dict)
+    ended_by: str | None = None  # the stage after which nothing more is judged
+    ran: list[str] = field(default_factory=list)  # the stages that ran, in order
+
+    @classmethod
+    def start(cls, raw: RawExchange, request: Any, *, api: str, expect_model: str | None = None,
+              turn: int | None = None) -> ExchangeState:
+        """The state before the first stage (a request that is not an object reads as {})."""
+        request = request if isinstance(request, dict) else {}
+        return cls(raw, request, api, expect_model, turn, stream=request.get("stream") is True,
+                   path=urlsplit(raw.url).path.rstrip("/"))
+
+    @property
+    def wire(self) -> Dialect:
+        """The api's Dialect, asked for only by the stages that read the answer: an exchange
+        that ends before them is judged whatever its api names."""
+        return dialect(self.api)
+
+    def fail(self, check_id: str, message: str, **kw: Any) -> CheckOutcome:
+        return CheckOutcome.of(violation(check_id, message, turn=self.turn, **kw))
+
+    @property
+    def is_count_tokens(self) -> bool:
+        return self.path.endswith("/messages/count_tokens")
+
+
+Stage = Callable[[ExchangeState], list[CheckOutcome]]
+
+
+def _end(state: ExchangeState, stage: str, *outcomes: CheckOutcome) -> list[CheckOutcome]:
+    state.ended_by = stage
+    return list(outcomes)
+
+
+def transport(state: ExchangeState) -> list[CheckOutcome]:
+    """No answer, or a deadline: nothing after it is judged (a hang is a hang, not a truncated
+    stream)."""
+    raw = state.raw
+    if raw.error_kind == "connect" or (raw.status is None and raw.error_kind in ("read", "protocol")):
+        return _end(state, "transport", state.fail(
+            suite_checks.TARGET_REACHABLE if raw.error_kind == "connect" else suite_checks.TRANSPORT_COMPLETE,
+            raw.error or "no answer", expected="an HTTP answer", seen=raw.error_kind))
+    if raw.error_kind in _DEADLINE_CHECK:
+        return _end(state, "transport", state.fail(
+            _DEADLINE_CHECK[raw.error_kind], raw.error or raw.error_kind,
+            expected="the exchange to finish within its deadlines",
+            seen=f"{len(raw.chunks)} chunks ({len(raw.body())} bytes) in {raw.elapsed:.1f}s, status {raw.status}"))
+    if raw.status is None:
+        return _end(state, "transport", state.fail(
+            suite_checks.TRANSPORT_COMPLETE, raw.error or "no status", expected="an HTTP answer",
+            seen=raw.error_kind))
+    return []
+
+
+def status(state: ExchangeState) -> list[CheckOutcome]:
+    """A non-2xx ends judging with the target's error text (and the request field it names);
+    a 2xx is accepted, and a connection broken after it is reported on top."""
+    raw = state.raw
+    if not 200 <= raw.status < 300:
+        text = error_text(raw.body())
+        state.error_text = text
+        if state.is_count_tokens and raw.status in (404, 405, 501):
+            return _end(state, "status", state.fail(
+                suite_checks.COUNT_TOKENS, f"count_tokens is not served: HTTP {raw.status}",
+                expected="200 with {input_tokens}", seen=f"HTTP {raw.status}: {text}"))
+        ptr = named_field(text, state.request)
+        field_note = f" — the error names the request field {ptr}" if ptr else ""
+        return _end(state, "status", state.fail(
+            suite_checks.REQUEST_ACCEPTED, f"the target refused the request: HTTP {raw.status}{field_note}",
+            expected="2xx", seen=f"HTTP {raw.status}: {text}", pointer=ptr))
+    out = [CheckOutcome(suite_checks.REQUEST_ACCEPTED, "passed")]
+    if raw.error_kind in ("read", "protocol"):
+        out.append(state.fail(suite_checks.TRANSPORT_COMPLETE, raw.error or raw.error_kind,
+                              expected="the whole response", seen=f"{len(raw.body())} bytes before the break"))
+    return out
+
+
+def endpoint(state: ExchangeState) -> list[CheckOutcome]:
+    """count_tokens is judged by its body and ends judging; other paths than generation are not
+    judged beyond acceptance (a note says so)."""
+    if state.is_count_tokens:
+        doc = _body_json(state.raw)
+        if isinstance(doc, dict) and isinstance(doc.get("input_tokens"), int) and doc["input_tokens"] >= 0:
+            return _end(state, "endpoint", CheckOutcome(suite_checks.COUNT_TOKENS, "passed"))
+        return _end(state, "endpoint", state.fail(
+            suite_checks.COUNT_TOKENS, "count_tokens answered without an integer input_tokens",
+            expected='{"input_tokens": N}', seen=state.raw.body()[:300].decode("utf-8", "replace"),
+            pointer="/input_tokens"))
+    if not state.path.endswith(_GENERATION_SUFFIXES):
+        return _end(state, "endpoint", CheckOutcome(
+            suite_checks.STREAM_WELLFORMED, None, note=f"{state.path} is not judged beyond acceptance by this release"))
+    return []
+
+
+def grammar(state: ExchangeState) -> list[CheckOutcome]:
+    """The wire core's grammar (stream or not, decided by the request's `stream`), and the
+    accumulated message every later stage reads. Each rule's violations keep their order; a rule
+    is failed when any of its violations is an error."""
+    raw, turn = state.raw, state.turn
+    out: list[CheckOutcome] = []
+    is_sse = "text/event-stream" in raw.content_type.lower()
+    if state.stream and not is_sse:
+        out.append(state.fail(suite_checks.STREAM_CONTENT_TYPE,
+                              "a stream:true request was answered without an event stream",
+                              expected="content-type: text/event-stream",
+                              seen=f"content-type: {raw.content_type or '(none)'}"))
+    if state.stream and is_sse:
+        report = state.wire.check_stream(raw.chunks, request=state.request)
+        found = [x.at(turn=turn) for x in report.violations]
+        state.message = report.message
+        state.events = list(report.events)
+        state.unparsed_input = report.unparsed_tool_input
+        summary_id = suite_checks.STREAM_WELLFORMED
+    else:
+        message, found = state.wire.check_response(raw.body(), request=state.request)
+        found = [x.at(turn=turn) for x in found]
+        state.message = message
+        summary_id = suite_checks.RESPONSE_WELLFORMED
+    verdict: dict[str, str] = {}
+    for g in found:  # an error fails its rule; otherwise the rule's first finding says warning or info
+        if g.is_error:
+            verdict[g.check_id] = "failed"
+        else:
+            verdict.setdefault(g.check_id, "warning" if g.severity == "warning" else "info")
+    out.extend(CheckOutcome(g.check_id, verdict[g.check_id], (g,)) for g in found)
+    out.append(CheckOutcome(summary_id, "failed" if any(g.is_error for g in found) else "passed"))
+    return out
+
+
+def cap(state: ExchangeState) -> list[CheckOutcome]:
+    """An answer that used the whole output cap but says it finished (a warning)."""
+    judged = stop_reason.cap_outcome(state.message, state.request, state.api, turn=state.turn)
+    return [] if judged is None else [judged]
+
+
+def structured(state: ExchangeState) -> list[CheckOutcome]:
+    """Tools offered: calls arrive structured, not as text that looks like a call."""
+    judged = tools.structured_outcome(state.message, state.request, state.api, turn=state.turn)
+    return [] if judged is None else [judged]
+
+
+def choice(state: ExchangeState) -> list[CheckOutcome]:
+    """A forced or forbidden tool_choice is honoured."""
+    judged = tool_choice.choice_outcome(state.message, state.request, state.api, turn=state.turn)
+    return [] if judged is None else [judged]
+
+
+def arguments(state: ExchangeState) -> list[CheckOutcome]:
+    """Every structured call names an offered tool and fits its schema (or was cut by the cap)."""
+    return tools.arguments_outcomes(state.message, state.request, state.api, turn=state.turn,
+                                    unparsed_input=state.unparsed_input)
+
+
+def model_identity(state: ExchangeState) -> list[CheckOutcome]:
+    """The model that answered is the one asked for (judged whenever a message arrived)."""
+    if state.message is None:
+        return []
+    seen = state.message.get("model") or None if isinstance(state.message, dict) else None
+    return [identity.model_outcome(seen, state.request.get("model"), state.expect_model, turn=state.turn,
+                                   echoes_alias=identity.echoes_alias(state.raw.response_headers))]
+
+
+# The order is the module rules' order; a stage that ends judging sets `ended_by`.
+STAGES: tuple[Stage, ...] = (transport, status, endpoint, grammar, cap, structured, choice, arguments,
+                             model_identity)
+
+
 # ----------------------------------------------------------------------------- the judge
 def _body_json(raw: RawExchange) -> Any:
     try:
         return json.loads(raw.body().decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, ValueError):
         return None
+
+
+def judge_stages(
+    raw: RawExchange,
+    request: dict,
+    *,
+    api: str,
+    expect_model: str | None = None,
+    turn: int | None = None,
+) -> tuple[ExchangeState, list[CheckOutcome]]:
+    """Run STAGES in order until one ends judging: the shared state and every outcome, in order."""
+    state = ExchangeState.start(raw, request, api=api, expect_model=expect_model, turn=turn)
+    outcomes: list[CheckOutcome] = []
+    for stage in STAGES:
+        state.ran.append(stage.__name__)
+        outcomes.extend(stage(state))
+        if state.ended_by is not None:
+            break
+    return state, outcomes
 
 
 def check_exchange(
@@ -170,131 +389,13 @@ def check_exchange(
     turn: int | None = None,
 ) -> ExchangeVerdict:
     """Judge one exchange with every applicable check (see the module rules)."""
-    request = request if isinstance(request, dict) else {}
-    stream = request.get("stream") is True
-    path = urlsplit(raw.url).path.rstrip("/")
-    v = ExchangeVerdict([], None, api, stream, status=raw.status)
-
-    def fail(check_id: str, message: str, **kw: Any) -> None:
-        viol = violation(check_id, message, turn=turn, **kw)
-        v.violations.append(viol)
-        v.outcomes[check_id] = "failed" if viol.is_error else "warning"
-
-    # 1. transport
-    if raw.error_kind == "connect" or (raw.status is None and raw.error_kind in ("read", "protocol")):
-        fail(S.TARGET_REACHABLE if raw.error_kind == "connect" else S.TRANSPORT_COMPLETE,
-             raw.error or "no answer", expected="an HTTP answer", seen=raw.error_kind)
-        return v
-    if raw.error_kind in _DEADLINE_CHECK:
-        cid = _DEADLINE_CHECK[raw.error_kind]
-        fail(cid, raw.error or raw.error_kind,
-             expected="the exchange to finish within its deadlines",
-             seen=f"{len(raw.chunks)} chunks ({len(raw.body())} bytes) in {raw.elapsed:.1f}s, status {raw.status}")
-        return v
-    if raw.status is None:
-        fail(S.TRANSPORT_COMPLETE, raw.error or "no status", expected="an HTTP answer", seen=raw.error_kind)
-        return v
-
-    # 2. status
-    is_count_tokens = path.endswith("/messages/count_tokens")
-    if not 200 <= raw.status < 300:
-        text = error_text(raw.body())
-        v.error_text = text
-        if is_count_tokens and raw.status in (404, 405, 501):
-            fail(S.COUNT_TOKENS, f"count_tokens is not served: HTTP {raw.status}",
-                 expected="200 with {input_tokens}", seen=f"HTTP {raw.status}: {text}")
-            return v
-        ptr = named_field(text, request)
-        field_note = f" — the error names the request field {ptr}" if ptr else ""
-        fail(S.REQUEST_ACCEPTED, f"the target refused the request: HTTP {raw.status}{field_note}",
-             expected="2xx", seen=f"HTTP {raw.status}: {text}", pointer=ptr)
-        return v
-    v.outcomes[S.REQUEST_ACCEPTED] = "passed"
-    if raw.error_kind in ("read", "protocol"):
-        fail(S.TRANSPORT_COMPLETE, raw.error or raw.error_kind, expected="the whole response",
-             seen=f"{len(raw.body())} bytes before the break")
-
-    if is_count_tokens:
-        doc = _body_json(raw)
-        if isinstance(doc, dict) and isinstance(doc.get("input_tokens"), int) and doc["input_tokens"] >= 0:
-            v.outcomes[S.COUNT_TOKENS] = "passed"
-        else:
-            fail(S.COUNT_TOKENS, "count_tokens answered without an integer input_tokens",
-                 expected='{"input_tokens": N}', seen=raw.body()[:300].decode("utf-8", "replace"),
-                 pointer="/input_tokens")
-        return v
-    if not (path.endswith("/messages") or path.endswith("/chat/completions")):
-        v.notes[S.STREAM_WELLFORMED] = f"{path} is not judged beyond acceptance by this release"
-        return v
-
-    # 3. wire grammar
-    proto = protocol(api)
-    is_sse = "text/event-stream" in raw.content_type.lower()
-    if stream and not is_sse:
-        fail(S.STREAM_CONTENT_TYPE, "a stream:true request was answered without an event stream",
-             expected="content-type: text/event-stream", seen=f"content-type: {raw.content_type or '(none)'}")
-    unparsed_input: dict[str, str] = {}
-    if stream and is_sse:
-        report = proto.check_stream(raw.chunks, request=request)
-        grammar = [x.at(turn=turn) for x in report.violations]
-        v.message = report.message
-        v.events = list(report.events)
-        unparsed_input = report.unparsed_tool_input
-        summary_id = S.STREAM_WELLFORMED
-    else:
-        message, grammar = proto.check_response(raw.body(), request=request)
-        grammar = [x.at(turn=turn) for x in grammar]
-        v.message = message
-        summary_id = S.RESPONSE_WELLFORMED
-    for g in grammar:
-        v.violations.append(g)
-        if g.is_error:
-            v.outcomes[g.check_id] = "failed"
-        else:
-            v.outcomes.setdefault(g.check_id, "warning" if g.severity == "warning" else "info")
-    v.outcomes[summary_id] = "failed" if any(g.is_error for g in grammar) else "passed"
-
-    # 3b. an answer that used the whole output cap but says it finished (a warning)
-    capped = stop_reason.check_cap_reported(v.message, request, api, turn=turn)
-    if capped is not None:
-        v.outcomes[stop_reason.CAP_REPORTED] = capped[0]
-        v.violations.extend(capped[1])
-
-    # 4. tools
-    message = v.message
-    if tools.offered_tools(request, api):
-        structured = tools.check_call_structured(message, request, api, turn=turn)
-        for x in structured:
-            v.violations.append(x)
-        v.outcomes[tools.CALL_STRUCTURED] = "failed" if structured else "passed"
-    choice = tool_choice.check_choice(message, request, api, turn=turn)
-    if choice is not None:
-        outcome, choice_violations, note = choice
-        v.violations.extend(choice_violations)
-        v.outcomes[tool_choice.CHOICE_HONOURED] = outcome
-        if note:
-            v.notes[tool_choice.CHOICE_HONOURED] = note
-    calls = tools.tool_calls(message, api, unparsed_input)
-    if calls:
-        arg_violations, notes = tools.check_arguments(message, request, api, turn=turn,
-                                                      unparsed_input=unparsed_input)
-        v.violations.extend(arg_violations)
-        ids = {x.check_id for x in arg_violations}
-        v.outcomes[tools.NAME_OFFERED] = "failed" if tools.NAME_OFFERED in ids else "passed"
-        v.outcomes[tools.CALL_CUT] = "warning" if tools.CALL_CUT in ids else "passed"
-        v.outcomes[tools.ARGUMENTS_SCHEMA] = "failed" if tools.ARGUMENTS_SCHEMA in ids else (
-            "unverifiable" if notes and len(notes) >= len(calls) else "passed")
-        if notes:
-            v.notes[tools.ARGUMENTS_SCHEMA] = "; ".join(notes)
-
-    # 5. model identity
-    if message is not None:
-        outcome, viol, note = identity.judge_model(
-            v.answered_model, request.get("model"), expect_model, turn=turn,
-            echoes_alias=identity.echoes_alias(raw.response_headers))
-        if viol is not None:
-            v.violations.append(viol)
-        v.outcomes[identity.MODEL_MATCHES] = outcome
-        if note:
-            v.notes[identity.MODEL_MATCHES] = note
-    return v
+    state, outcomes = judge_stages(raw, request, api=api, expect_model=expect_model, turn=turn)
+    verdict = ExchangeVerdict([], state.message, api, state.stream, events=state.events, status=raw.status,
+                              error_text=state.error_text)
+    for judged in outcomes:
+        verdict.violations.extend(judged.violations)
+        if judged.outcome is not None:
+            verdict.outcomes[judged.check_id] = judged.outcome
+        if judged.note:
+            verdict.notes[judged.check_id] = judged.note
+    return verdict

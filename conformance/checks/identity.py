@@ -11,6 +11,8 @@ Rules:
 - Routers known to answer with the alias they were sent whatever served it (LiteLLM: recognised
   by its `x-litellm-*` response headers) make a matching name `unverifiable` too: the echo
   proves nothing about which model answered. `judge_model(..., echoes_alias=True)`.
+- `judge_model` gives (outcome, violation or None, note); `model_outcome` the same as a
+  `CheckOutcome`, for the exchange judge.
 - `identity.model_stable` compares the answering model across the turns of one agent loop.
 """
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import re
 
+from conformance.checks.outcome import CheckOutcome
 from conformance.core.failures import Violation
 from conformance.core.registry import register, violation
 
@@ -79,3 +82,10 @@ def judge_model(seen: str | None, sent: str | None, expected: str | None, *, tur
     return "failed", violation(
         MODEL_MATCHES, f"model {seen!r} answered, not {expected!r}",
         expected=expected, seen=seen, pointer="/model", turn=turn), ""
+
+
+def model_outcome(seen: str | None, sent: str | None, expected: str | None, *, turn: int | None = None,
+                  echoes_alias: bool = False) -> CheckOutcome:
+    """`identity.model_matches` for one exchange (see `judge_model`)."""
+    outcome, found, note = judge_model(seen, sent, expected, turn=turn, echoes_alias=echoes_alias)
+    return CheckOutcome(MODEL_MATCHES, outcome, () if found is None else (found,), note)

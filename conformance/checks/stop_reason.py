@@ -13,15 +13,19 @@ Rules (facts from the API references):
 - A warning, not an error: a model can emit its end token as the very last allowed token. Tool
   stops (tool_use / tool_calls), stop sequences and answers without usage are not judged; the
   verdict is "passed" when the cap and the usage are known and agree.
+- The words (natural stop, cap stop, the field, the request's cap keys, the usage key) are the
+  Dialect's (`dialect(api).stops`, `output_cap`, `output_tokens`). `cap_outcome` gives a
+  `CheckOutcome`; `check_cap_reported` the same as (outcome, violations).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from conformance.checks.tools import stop_reason_of
+from conformance.checks.outcome import CheckOutcome
 from conformance.core.failures import Violation
 from conformance.core.registry import register, violation
+from conformance.wire.dialect import dialect
 
 CAP_REPORTED = register(
     "suite.stop_reason.cap_reported",
@@ -33,42 +37,28 @@ CAP_REPORTED = register(
     ),
 ).id
 
-_NATURAL = {"anthropic": "end_turn", "openai": "stop"}
-_CUT = {"anthropic": "max_tokens", "openai": "length"}
-
-
-def _cap(request: dict | None, api: str) -> int | None:
-    request = request or {}
-    keys = ("max_tokens",) if api == "anthropic" else ("max_completion_tokens", "max_tokens")
-    for key in keys:
-        value = request.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-    return None
-
-
-def _used(message: Any, api: str) -> int | None:
-    usage = message.get("usage") if isinstance(message, dict) else None
-    if not isinstance(usage, dict):
+def cap_outcome(message: Any, request: dict | None, api: str, *, turn: int | None = None) -> CheckOutcome | None:
+    """`suite.stop_reason.cap_reported` for one exchange, or None when it cannot apply (no
+    message, no cap in the request, no usage, or a stop reason neither natural nor the cap's)."""
+    if not isinstance(message, dict):
         return None
-    value = usage.get("output_tokens" if api == "anthropic" else "completion_tokens")
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    wire = dialect(api)
+    stops = wire.stops
+    cap, used = wire.output_cap(request), wire.output_tokens(message)
+    stop = wire.stop_reason(message)
+    if cap is None or used is None or stop not in (stops.natural, stops.cap):
+        return None
+    if stop == stops.natural and used >= cap:
+        return CheckOutcome(CAP_REPORTED, "warning", (violation(
+            CAP_REPORTED, f"{used} output tokens reached the cap of {cap}, but {stops.field} is {stop!r}: the "
+            "answer was probably cut and is reported as finished", severity="warning",
+            expected=f"{stops.field} {stops.cap!r}", seen=f"{stops.field} {stop!r}, {used} of {cap} tokens",
+            pointer=f"/{stops.field}", turn=turn),))
+    return CheckOutcome(CAP_REPORTED, "passed")
 
 
 def check_cap_reported(message: Any, request: dict | None, api: str, *,
                        turn: int | None = None) -> tuple[str, list[Violation]] | None:
-    """(outcome, violations) for `suite.stop_reason.cap_reported`, or None when it cannot apply."""
-    if not isinstance(message, dict):
-        return None
-    cap, used = _cap(request, api), _used(message, api)
-    stop = stop_reason_of(message, api)
-    if cap is None or used is None or stop not in (_NATURAL[api], _CUT[api]):
-        return None
-    if stop == _NATURAL[api] and used >= cap:
-        field = "stop_reason" if api == "anthropic" else "finish_reason"
-        return "warning", [violation(
-            CAP_REPORTED, f"{used} output tokens reached the cap of {cap}, but {field} is {stop!r}: the answer "
-            "was probably cut and is reported as finished", severity="warning",
-            expected=f"{field} {_CUT[api]!r}", seen=f"{field} {stop!r}, {used} of {cap} tokens",
-            pointer=f"/{field}", turn=turn)]
-    return "passed", []
+    """(outcome, violations) of `cap_outcome`, for callers that unpack them."""
+    judged = cap_outcome(message, request, api, turn=turn)
+    return None if judged is None else (judged.outcome, list(judged.violations))

@@ -1,8 +1,13 @@
 """Tool-call checks (`tools.*`): calls arrive structured, name an offered tool, fit its schema.
 
 Rules:
-- Works on the accumulated message of either API (conformance.wire): Anthropic `tool_use`
-  blocks with a parsed `input`, OpenAI `tool_calls` with `function.arguments` as a JSON string.
+- Works on the accumulated message of either API through its Dialect (conformance.wire.dialect:
+  `tool_calls` as the one `ToolCall`, `text`, `offered_tools`, the stop vocabulary): Anthropic
+  `tool_use` blocks with a parsed `input`, OpenAI `tool_calls` with `function.arguments` as a
+  JSON string. `tool_calls`, `offered_tools`, `message_text`, `stop_reason_of`, `describe_cut` are thin
+  wrappers over the Dialect for callers that hold an api name.
+- For the exchange judge: `structured_outcome` and `arguments_outcomes` give the verdicts as
+  `CheckOutcome`s; `check_call_structured` / `check_arguments` give the bare violations.
 - `tools.call_structured` fires only when the request offered tools and no structured call came
   while the answer's text looks like a call: the signature of an engine running without its
   tool-call parser (vLLM needs `--enable-auto-tool-choice --tool-call-parser NAME`; opencode
@@ -34,14 +39,13 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from conformance.checks.outcome import CheckOutcome
 from conformance.core.failures import Violation
 from conformance.core.registry import register, violation
-from conformance.wire.anthropic import CUT_STOP_REASONS
-from conformance.wire.openai import CUT_FINISH_REASONS
+from conformance.wire.dialect import Dialect, ToolCall, dialect
 
 CALL_STRUCTURED = register(
     "tools.call_structured",
@@ -87,93 +91,30 @@ NAME_OFFERED = register(
 ).id
 
 
-@dataclass(frozen=True)
-class ToolCall:
-    name: str
-    arguments: Any  # parsed arguments (dict) or None when they did not parse
-    raw: str | None  # the arguments text when they arrived as text (OpenAI), else None
-    pointer: str  # JSON pointer to the arguments in the accumulated message
-    parse_error: str | None = None
-
-
-def _get(obj: Any, key: str, default: Any = None) -> Any:
-    if isinstance(obj, dict):
-        return obj.get(key, default)
-    return getattr(obj, key, default)
+def tool_calls(message: Any, api: str, unparsed_input: dict[str, str] | None = None) -> list[ToolCall]:
+    """The structured tool calls of an accumulated message (`Dialect.tool_calls`), kept for
+    callers that hold an api name."""
+    return dialect(api).tool_calls(message, unparsed_input)
 
 
 def offered_tools(request: dict | None, api: str) -> dict[str, dict | None]:
-    """Tool name -> its JSON schema (None for tools without one, e.g. server tools)."""
-    out: dict[str, dict | None] = {}
-    for tool in (request or {}).get("tools") or []:
-        if not isinstance(tool, dict):
-            continue
-        if api == "openai" or tool.get("type") == "function":
-            fn = tool.get("function") or {}
-            if fn.get("name"):
-                out[fn["name"]] = fn.get("parameters")
-        elif tool.get("name"):
-            out[tool["name"]] = tool.get("input_schema")
-    return out
-
-
-def _not_an_object(text: str) -> str:
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        return f"not JSON: {exc}"
-    return f"arguments are JSON {type(value).__name__}, not an object"
-
-
-def tool_calls(message: Any, api: str, unparsed_input: dict[str, str] | None = None) -> list[ToolCall]:
-    """The structured tool calls of an accumulated message. `unparsed_input` (Anthropic streams):
-    pointer of a tool block's input -> its streamed partial_json text, which did not parse."""
-    if message is None:
-        return []
-    calls: list[ToolCall] = []
-    if api == "anthropic":
-        for i, block in enumerate(_get(message, "content") or []):
-            if _get(block, "type") == "tool_use":
-                inp = _get(block, "input")
-                pointer = f"/content/{i}/input"
-                text = (unparsed_input or {}).get(pointer)
-                if text is not None:  # the block keeps `input: {}`; what arrived did not parse
-                    calls.append(ToolCall(_get(block, "name") or "", None, text, pointer, _not_an_object(text)))
-                    continue
-                calls.append(ToolCall(_get(block, "name") or "", inp if isinstance(inp, dict) else None,
-                                      None, pointer,
-                                      None if isinstance(inp, dict) else f"input is {type(inp).__name__}"))
-        return calls
-    for i, call in enumerate(_get(message, "tool_calls") or []):
-        fn = _get(call, "function") or {}
-        args = _get(fn, "arguments")
-        pointer = f"/tool_calls/{i}/function/arguments"
-        if isinstance(args, str):
-            try:
-                parsed = json.loads(args) if args.strip() else {}
-                err = None if isinstance(parsed, dict) else f"arguments are JSON {type(parsed).__name__}, not an object"
-                calls.append(ToolCall(_get(fn, "name") or "", parsed if isinstance(parsed, dict) else None,
-                                      args, pointer, err))
-            except json.JSONDecodeError as exc:
-                calls.append(ToolCall(_get(fn, "name") or "", None, args, pointer, f"not JSON: {exc}"))
-        elif isinstance(args, dict):  # the wire core reports the string rule; the schema can still be judged
-            calls.append(ToolCall(_get(fn, "name") or "", args, None, pointer))
-        else:
-            calls.append(ToolCall(_get(fn, "name") or "", None, None, pointer,
-                                  f"arguments are {type(args).__name__}"))
-    return calls
+    """Tool name -> its JSON schema (`Dialect.offered_tools`)."""
+    return dialect(api).offered_tools(request)
 
 
 def message_text(message: Any, api: str) -> str:
-    """All answer text of an accumulated message (not thinking)."""
-    if message is None:
-        return ""
-    if api == "anthropic":
-        return "".join(_get(b, "text") or "" for b in _get(message, "content") or [] if _get(b, "type") == "text")
-    content = _get(message, "content")
-    if isinstance(content, list):
-        return "".join(_get(p, "text") or "" for p in content)
-    return content or ""
+    """All answer text of an accumulated message, not thinking (`Dialect.text`)."""
+    return dialect(api).text(message)
+
+
+def stop_reason_of(message: Any, api: str) -> Any:
+    """Why the turn ended, in the wire's words (`Dialect.stop_reason`)."""
+    return dialect(api).stop_reason(message)
+
+
+def describe_cut(reason: str, api: str) -> str:
+    """'cut by the output cap (finish_reason 'length')' and the like (`Dialect.describe_cut`)."""
+    return dialect(api).describe_cut(reason)
 
 
 # Markers that tool-call chat templates emit when the server does not parse them (hermes/qwen,
@@ -235,10 +176,11 @@ def looks_like_call(text: str, offered: set[str] | None = None) -> re.Match | No
 
 
 def check_call_structured(message: Any, request: dict | None, api: str, *, turn: int | None = None) -> list[Violation]:
-    offered = offered_tools(request, api)
-    if not offered or tool_calls(message, api):
+    wire = dialect(api)
+    offered = wire.offered_tools(request)
+    if not offered or wire.tool_calls(message):
         return []
-    text = message_text(message, api)
+    text = wire.text(message)
     m = looks_like_call(text, set(offered))
     if m is None:
         return []
@@ -246,12 +188,11 @@ def check_call_structured(message: Any, request: dict | None, api: str, *, turn:
     snippet = text[start:m.start() + 160]
     return [violation(
         CALL_STRUCTURED,
-        "the answer contains a tool call written as text and no structured tool call"
-        + (" (tool_use block)" if api == "anthropic" else " (tool_calls)"),
+        f"the answer contains a tool call written as text and no structured tool call ({wire.structured_call})",
         expected=f"a structured call to one of the offered tools ({', '.join(sorted(offered)[:8])}"
         + (", ..." if len(offered) > 8 else "") + ")",
         seen=f"text: {snippet!r}",
-        pointer="/content" if api == "anthropic" else "/content",
+        pointer="/content",
         turn=turn,
     )]
 
@@ -271,39 +212,10 @@ def _pointer(path) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
 
 
-def stop_reason_of(message: Any, api: str) -> Any:
-    """Why the turn ended: Anthropic `stop_reason`, OpenAI `finish_reason` (None without a message)."""
-    if message is None:
-        return None
-    return _get(message, "stop_reason" if api == "anthropic" else "finish_reason")
-
-
-def cut_reason(message: Any, api: str) -> str | None:
-    """The message's stop reason when it says the output was cut short (finish_reason length /
-    content_filter; stop_reason max_tokens, pause_turn, refusal, model_context_window_exceeded)."""
-    reason = stop_reason_of(message, api)
-    cut = CUT_STOP_REASONS if api == "anthropic" else CUT_FINISH_REASONS
-    return reason if isinstance(reason, str) and reason in cut else None
-
-
-def _cut_by(reason: str) -> str:
-    if reason in ("length", "max_tokens"):
-        return "by the output cap"
-    if reason == "model_context_window_exceeded":
-        return "by the context window"
-    return "short"
-
-
-def describe_cut(reason: str, api: str) -> str:
-    """'cut by the output cap (finish_reason 'length')' and the like, for messages."""
-    field = "stop_reason" if api == "anthropic" else "finish_reason"
-    return f"cut {_cut_by(reason)} ({field} {reason!r})"
-
-
-def _call_cut(call: ToolCall, reason: str, api: str, problem: str, turn: int | None) -> Violation:
+def _call_cut(call: ToolCall, reason: str, wire: Dialect, problem: str, turn: int | None) -> Violation:
     text = call.raw if call.raw is not None else json.dumps(call.arguments, ensure_ascii=False)
     return violation(
-        CALL_CUT, f"the turn was {describe_cut(reason, api)} inside the call to {call.name!r}: its arguments "
+        CALL_CUT, f"the turn was {wire.describe_cut(reason)} inside the call to {call.name!r}: its arguments "
         f"{problem}", expected="a complete call within the output cap (max_tokens)",
         seen=f"arguments text {text[:300]!r}", pointer=call.pointer, turn=turn)
 
@@ -314,11 +226,12 @@ def check_arguments(message: Any, request: dict | None, api: str, *, turn: int |
     (unjudgeable schemas). `unparsed_input`: see `tool_calls`."""
     from jsonschema.exceptions import SchemaError
 
-    offered = offered_tools(request, api)
+    wire = dialect(api)
+    offered = wire.offered_tools(request)
     out: list[Violation] = []
     notes: list[str] = []
-    calls = tool_calls(message, api, unparsed_input)
-    cut = cut_reason(message, api)
+    calls = wire.tool_calls(message, unparsed_input)
+    cut = wire.cut_reason(message)
     for i, call in enumerate(calls):
         may_be_cut = cut is not None and i == len(calls) - 1  # only the last call can be cut
         if call.name not in offered:
@@ -329,7 +242,7 @@ def check_arguments(message: Any, request: dict | None, api: str, *, turn: int |
             continue
         if call.arguments is None:
             if may_be_cut:
-                out.append(_call_cut(call, cut, api, f"do not parse to a JSON object ({call.parse_error})", turn))
+                out.append(_call_cut(call, cut, wire, f"do not parse to a JSON object ({call.parse_error})", turn))
                 continue
             out.append(violation(
                 ARGUMENTS_SCHEMA, f"the arguments of the call to {call.name!r} do not parse to a JSON object",
@@ -348,7 +261,7 @@ def check_arguments(message: Any, request: dict | None, api: str, *, turn: int |
             continue
         errors = sorted(validator.iter_errors(call.arguments), key=lambda e: list(e.absolute_path))
         if errors and may_be_cut:
-            out.append(_call_cut(call, cut, api, f"violate its schema: {errors[0].message}", turn))
+            out.append(_call_cut(call, cut, wire, f"violate its schema: {errors[0].message}", turn))
             continue
         for err in errors[:3]:
             where = _pointer(err.absolute_path)
@@ -359,3 +272,34 @@ def check_arguments(message: Any, request: dict | None, api: str, *, turn: int |
                 seen=json.dumps(call.arguments, ensure_ascii=False)[:300],
                 pointer=call.pointer + where, turn=turn))
     return out, notes
+
+
+def structured_outcome(message: Any, request: dict | None, api: str, *,
+                       turn: int | None = None) -> CheckOutcome | None:
+    """`tools.call_structured` for one exchange, or None when the request offered no tools."""
+    if not dialect(api).offered_tools(request):
+        return None
+    found = check_call_structured(message, request, api, turn=turn)
+    return CheckOutcome(CALL_STRUCTURED, "failed" if found else "passed", tuple(found))
+
+
+def arguments_outcomes(message: Any, request: dict | None, api: str, *, turn: int | None = None,
+                       unparsed_input: dict[str, str] | None = None) -> list[CheckOutcome]:
+    """`tools.name_offered`, `tools.call_cut` and `tools.arguments_schema` for one exchange (none
+    without a structured call): the three verdicts first, in that order, then each violation as
+    found (call by call), carrying its check's verdict. `arguments_schema` is unverifiable when
+    no call's schema could be judged."""
+    calls = dialect(api).tool_calls(message, unparsed_input)
+    if not calls:
+        return []
+    found, notes = check_arguments(message, request, api, turn=turn, unparsed_input=unparsed_input)
+    ids = {x.check_id for x in found}
+    verdict = {
+        NAME_OFFERED: "failed" if NAME_OFFERED in ids else "passed",
+        CALL_CUT: "warning" if CALL_CUT in ids else "passed",
+        ARGUMENTS_SCHEMA: "failed" if ARGUMENTS_SCHEMA in ids else (
+            "unverifiable" if notes and len(notes) >= len(calls) else "passed"),
+    }
+    out = [CheckOutcome(NAME_OFFERED, verdict[NAME_OFFERED]), CheckOutcome(CALL_CUT, verdict[CALL_CUT]),
+           CheckOutcome(ARGUMENTS_SCHEMA, verdict[ARGUMENTS_SCHEMA], note="; ".join(notes))]
+    return out + [CheckOutcome(x.check_id, verdict[x.check_id], (x,)) for x in found]

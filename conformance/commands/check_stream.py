@@ -2,8 +2,8 @@
 
 Rules:
 - FILE is a raw response body as saved by `curl -N`, a proxy or a capture: an SSE stream is
-  judged by the protocol's stream state machine. A JSON body is judged as a non-stream response,
-  or, with `--status` >= 400, as an error body (envelope and status). `-` reads stdin.
+  judged by the protocol's stream state machine (asked of `dialect(protocol)`; the choices are
+  DIALECTS). A JSON body is judged as a non-stream response, or, with `--status` >= 400, as an error body (envelope and status). `-` reads stdin.
 - `--request REQUEST.json` supplies the request body the stream answered: OpenAI rules depend on
   it (tool_choice, stream_options.include_usage).
 - Exit 0: no error (warnings and notes allowed); 1: errors found; 2: bad usage or an unreadable
@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import sys
 
+from conformance.wire.dialect import DIALECTS, dialect
+
 NAME = "check-stream"
 HELP = "validate a saved SSE stream (or JSON/error body) against the Anthropic or OpenAI wire rules"
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("file", metavar="FILE", help="raw response bytes (SSE as saved by `curl -N`), or - for stdin")
-    parser.add_argument("--protocol", required=True, choices=("anthropic", "openai"),
+    parser.add_argument("--protocol", required=True, choices=tuple(DIALECTS),
                         help="which wire the body is on")
     parser.add_argument("--request", metavar="REQUEST.json",
                         help="the request body (OpenAI: tool_choice and stream_options change the rules)")
@@ -57,24 +59,21 @@ def run(args) -> int:
     if not 100 <= args.status <= 599:
         return _fail(f"--status {args.status} is not an HTTP status code (100-599).")
 
-    if args.protocol == "anthropic":
-        from conformance.wire import anthropic as proto
-    else:
-        from conformance.wire import openai as proto
+    wire = dialect(args.protocol)
 
     head = body.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
     complete = None
     if args.status >= 400:
         kind = "error"
-        violations = proto.check_error(args.status, body)
+        violations = wire.check_error(args.status, body)
         events = None
     elif head in (b"{", b"["):
         kind = "response"
-        _message, violations = proto.check_response(body, request=request)
+        _message, violations = wire.check_response(body, request=request)
         events = None
     else:
         kind = "stream"
-        report = proto.check_stream(body, request=request)
+        report = wire.check_stream(body, request=request)
         violations, events, complete = report.violations, len(report.events), report.complete
 
     errors = [v for v in violations if v.is_error]

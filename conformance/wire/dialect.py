@@ -82,6 +82,7 @@ class Dialect:
     output_tokens_key: str
     input_tokens_key: str
     cap_keys: tuple[str, ...]  # request keys of the output cap, first present wins
+    structured_call: str  # what a structured tool call is on this wire, named in messages
 
     # ---- the wire module -------------------------------------------------------------------
     @property
@@ -324,6 +325,7 @@ ANTHROPIC = AnthropicDialect(
     output_tokens_key="output_tokens",
     input_tokens_key="input_tokens",
     cap_keys=("max_tokens",),
+    structured_call="tool_use block",
 )
 OPENAI = ChatDialect(
     name="openai",
@@ -343,6 +345,7 @@ OPENAI = ChatDialect(
     output_tokens_key="completion_tokens",
     input_tokens_key="prompt_tokens",
     cap_keys=("max_completion_tokens", "max_tokens"),
+    structured_call="tool_calls",
 )
 
 DIALECTS: dict[str, Dialect] = {d.name: d for d in (ANTHROPIC, OPENAI)}
