@@ -6,8 +6,9 @@ Rules:
   body bytes are the capture's compact JSON (what JSON.stringify sent) and the captured headers
   go along, minus hop-by-hop ones and redacted values, with the key placed the way the client
   sends it. `--model-map` and `--salt` change the body (then it is re-serialised the same compact
-  way) and say so in the output. Headers, URL joining, salting and re-serialisation are the
-  suite's own (`conformance.net.client`), so a replay sends what the suite sends.
+  way) and say so in the output. Sending, headers and URL joining are the suite's one sender
+  (`conformance.net.target.Target`), salting and re-serialisation the suite's own
+  (`conformance.net.client`), so a replay sends what the suite sends.
 - Each response is judged by `conformance.checks.exchange.check_exchange`, the same function the
   suite uses, and printed through `conformance.core.failures.format_failure`.
 - Exit codes: 0 every capture passed (warnings allowed), 1 at least one error violation, 2 bad
@@ -55,23 +56,15 @@ def map_model(model: str | None, model_map: dict[str, str]) -> str | None:
     return model_map.get(model, model_map.get("*", model))
 
 
-def _content_predicate(api: str):
-    import importlib
-
-    try:
-        mod = importlib.import_module(f"conformance.wire.{api}")
-        return getattr(mod, "content_started", None)
-    except ImportError:
-        return None
-
-
 def replay_capture(capture, *, target: str, model_map: dict[str, str], salt: str | None, api_key: str,
                    deadlines) -> tuple[list, list[str], bool]:
     """Replay one capture. Returns (violations, notes, reached) — reached is False when no
     request could connect at all."""
     from conformance.checks.exchange import check_exchange
     from conformance.net import client
-    from conformance.net.transport import send_sync
+    from conformance.net.target import Target
+
+    sender = Target(target, api_key, deadlines)
 
     violations = []
     notes: list[str] = []
@@ -90,9 +83,7 @@ def replay_capture(capture, *, target: str, model_map: dict[str, str], salt: str
                 body = client.salted(body, api, salt)
                 changed.append("salted system prompt")
         data = client.serialize(body) if changed else req.body_bytes()
-        headers = client.headers_for(api, api_key, req.headers)
-        raw = send_sync(req.method, client.target_url(target, req.path, req.query), headers=headers, body=data,
-                        deadlines=deadlines, first_content=_content_predicate(api))
+        raw = sender.send_sync(api, req.path, data, method=req.method, query=req.query, captured_headers=req.headers)
         if raw.error_kind != "connect":
             reached = True
         request_dict = body if isinstance(body, dict) else {}

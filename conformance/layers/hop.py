@@ -27,7 +27,7 @@ import httpx
 
 from conformance.checks import translation as T
 from conformance.core.failures import Violation
-from conformance.net.transport import Deadlines, RawExchange, send_sync
+from conformance.net.transport import Deadlines, RawExchange
 from conformance.report.text import format_violation
 
 GENERATION_PATHS = ("/v1/chat/completions", "/v1/messages", "/v1/responses")
@@ -140,18 +140,14 @@ def dialect_of(path: str) -> str:
 # ------------------------------------------------------------------------------ replay
 
 def replay(engine_url: str, path: str, body: dict, *, deadlines: Deadlines = REPLAY_DEADLINES, api_key: str = "sk-conformance") -> RawExchange:
-    api = judge_api(path)
-    headers = {"content-type": "application/json"}
-    if api == "anthropic":
-        headers.update({"x-api-key": api_key, "anthropic-version": "2023-06-01"})
-    else:
-        headers["authorization"] = f"Bearer {api_key}"
-    from conformance.checks.exchange import protocol
+    """The engine's answer to the body it received, sent by the one sender (`conformance.net.target`):
+    the wire's headers and key style, and the Dialect's content-started predicate, so keep-alives
+    (pings, comments) are not content and a hang-with-pings hits the first-content deadline here
+    exactly as it does through the router."""
+    from conformance.net.client import serialize
+    from conformance.net.target import Target
 
-    # Keep-alives (pings, comments) are not content: a hang-with-pings must hit the first-content
-    # deadline here exactly as it does through the router.
-    return send_sync("POST", engine_url.rstrip("/") + path, headers=headers, body=json.dumps(body).encode(),
-                     deadlines=deadlines, first_content=protocol(api).content_started)
+    return Target(engine_url, api_key, deadlines).send_sync(judge_api(path), path, serialize(body))
 
 
 def accumulate(raw: RawExchange, request: dict, api: str) -> dict | None:

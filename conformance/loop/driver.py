@@ -35,9 +35,7 @@ Rules:
 
 from __future__ import annotations
 
-import asyncio
 import copy
-import functools
 import json
 import random
 import re
@@ -48,8 +46,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import httpx
 
 import conformance.checks.loop  # noqa: F401  (registers the loop.* checks)
 from conformance.capture.format import (
@@ -68,7 +64,7 @@ from conformance.loop.conversation import conversation
 from conformance.loop.sandbox import Sandbox, ToolOutcome
 from conformance.loop.scenarios import Scenario, check_completion
 from conformance.loop.tools import CLIENT_FOR_API, offered_tool_names
-from conformance.net.transport import Deadlines, RawExchange, send
+from conformance.net.transport import Deadlines, RawExchange
 from conformance.report.text import ConformanceFailure
 from conformance.wire.dialect import Dialect, ToolCall, dialect
 
@@ -78,13 +74,6 @@ _CWD_RX = re.compile(r"working directory:\s*(/[^\s\"\\<>]+)", re.IGNORECASE)
 
 class TemplateError(LookupError):
     pass
-
-
-@functools.lru_cache(maxsize=1)
-def _tls_context():
-    import ssl
-
-    return ssl.create_default_context()
 
 
 # ---------------------------------------------------------------------------------- templates
@@ -474,25 +463,15 @@ class LoopDriver:
             last["content"][-1]["cache_control"] = cc
 
     def _send(self, body: dict) -> RawExchange:
-        from conformance.checks.exchange import protocol
-        from conformance.net.client import headers_for, serialize, target_url
+        from conformance.net.client import serialize
+        from conformance.net.target import Target
 
         req = self.template.request
         if self.sender is not None:
             return self.sender(req, serialize(body))
-        url = target_url(self.target, req.path, req.query)
-        headers = headers_for(self.api, self.api_key, req.headers)
-        deadlines = self.deadlines
-
-        async def one() -> RawExchange:
-            # One client per turn (each turn runs on its own event loop), sharing one TLS context:
-            # building a default context loads the CA store, ~0.2 s every time.
-            timeout = httpx.Timeout(deadlines.total, connect=deadlines.connect)
-            async with httpx.AsyncClient(timeout=timeout, verify=_tls_context()) as client:
-                return await send("POST", url, headers=headers, body=serialize(body), deadlines=deadlines,
-                                  first_content=protocol(self.api).content_started, client=client)
-
-        return asyncio.run(one())
+        # One client per turn (each turn runs on its own event loop) on the process's one TLS context.
+        return Target(self.target, self.api_key, self.deadlines).send_sync(
+            self.api, req.path, serialize(body), query=req.query, captured_headers=req.headers)
 
     def run(self, scenario: Scenario, *, rng_seed: int | None = None, max_turns: int | None = None) -> LoopReport:
         from conformance.checks.exchange import check_exchange

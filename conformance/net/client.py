@@ -5,9 +5,10 @@ Rules:
   anthropic-beta, x-app, user-agent, session ids) and drops what must not be replayed:
   hop-by-hop headers, the captured (redacted) credentials, and content-encoding negotiation
   (the transport records raw bytes, so responses must arrive uncompressed). The key is sent the
-  way each client sends it: `x-api-key` on the Anthropic wire (or `Authorization: Bearer` when
-  the capture shows the client used a bearer token, as Claude Code does with
-  ANTHROPIC_AUTH_TOKEN), `Authorization: Bearer` on the OpenAI wire.
+  way each client sends it, as the Dialect says (`bearer`, `default_headers`): `x-api-key` on the
+  Anthropic wire (or `Authorization: Bearer` when the capture shows the client used a bearer
+  token, as Claude Code does with ANTHROPIC_AUTH_TOKEN), `Authorization: Bearer` on the OpenAI wire.
+- One target and one way to send to it live in `conformance.net.target` (built on these helpers).
 - `target_url(base, path)` joins the target base URL and a captured path without doubling a
   `/v1` the user already put in the base URL.
 - Request bodies are byte-exact by default (`CapturedRequest.body_bytes()`); every change the
@@ -21,6 +22,8 @@ import copy
 import json
 from typing import Any
 
+from conformance.wire.dialect import DIALECTS
+
 # Not replayed: hop-by-hop, length/host (recomputed), encodings (raw bytes are recorded).
 _DROP = {"host", "content-length", "connection", "transfer-encoding", "keep-alive", "accept-encoding",
          "proxy-authorization", "te", "upgrade", "cookie"}
@@ -32,8 +35,10 @@ CREDENTIAL_HEADERS = frozenset({"x-api-key", "authorization", "api-key", "proxy-
 
 
 def headers_for(api: str, api_key: str | None, captured_headers: dict[str, str] | None) -> dict[str, str]:
-    """Headers to send for a replayed request of `api` with the user's key (see module rules)."""
+    """Headers to send for a replayed request of `api` with the user's key (see module rules).
+    An api without a Dialect gets no default headers and the key as the capture shows it."""
     captured = {k.lower(): v for k, v in (captured_headers or {}).items()}
+    wire = DIALECTS.get(api)
     out: dict[str, str] = {}
     for name, value in captured.items():
         if name in _DROP or name in CREDENTIAL_HEADERS:
@@ -43,10 +48,13 @@ def headers_for(api: str, api_key: str | None, captured_headers: dict[str, str] 
         out[name] = value
     out["accept-encoding"] = "identity"
     out.setdefault("content-type", "application/json")
-    if api == "anthropic":
-        out.setdefault("anthropic-version", "2023-06-01")
+    for name, value in wire.default_headers if wire is not None else ():
+        out.setdefault(name, value)
     if api_key:
-        bearer = api == "openai" or ("authorization" in captured and "x-api-key" not in captured)
+        if wire is not None:
+            bearer = wire.bearer(captured)
+        else:
+            bearer = "authorization" in captured and "x-api-key" not in captured
         if bearer:
             out["authorization"] = f"Bearer {api_key}"
         else:
@@ -82,7 +90,8 @@ def salted(body: dict, api: str, token: str) -> dict:
     """The run token at the very start of the system prompt (first system block or message)."""
     body = copy.deepcopy(body)
     prefix = SALT_PREFIX.format(token=token)
-    if api == "anthropic":
+    wire = DIALECTS.get(api)
+    if wire is not None and wire.system_at_top:
         system = body.get("system")
         if isinstance(system, str):
             body["system"] = prefix + system

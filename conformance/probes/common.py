@@ -2,9 +2,12 @@
 
 Rules:
 - Every exchange a probe makes is judged by the suite's one judge,
-  `conformance.checks.exchange.check_exchange` (falling back to the wire core's `check_stream` /
-  `check_response` only while the suite core is absent); probes add verdicts on top, they never
+  `conformance.checks.exchange.check_exchange`; probes add verdicts on top, they never
   re-implement stream grammar.
+- Every exchange is sent by the suite's one sender (`conformance.net.target.Target`, held by the
+  probe `Target` as `net`): the client's headers and key style, URL joining, the deadlines and the
+  TLS context are not the probes' own. What differs between wires (paths, request shape, the
+  readers of an answer) is asked of the Dialect (`conformance.wire.dialect`).
 - Every probe request carries a salted system prompt (a run token at the start of the first
   system block / system message): a prefix cache or a router's response cache would otherwise
   make repeated probes look fast or answer from cache.
@@ -37,15 +40,11 @@ from conformance.core import registry
 from conformance.core.failures import Violation
 from conformance.core.results import Result
 from conformance.net import transport
+from conformance.net.client import salted, serialize
+from conformance.net.target import Target as NetTarget
 from conformance.net.transport import Deadlines, RawExchange
 from conformance.report.text import ConformanceFailure
-
-ANTHROPIC_VERSION = "2023-06-01"
-PATHS = {"anthropic": "/v1/messages", "openai": "/v1/chat/completions"}
-
-# OpenAI finish reasons in the Anthropic vocabulary the probes reason in.
-_FINISH_TO_STOP = {"length": "max_tokens", "stop": "end_turn", "tool_calls": "tool_use",
-                   "function_call": "tool_use", "content_filter": "refusal"}
+from conformance.wire.dialect import DIALECTS, Dialect, dialect
 
 
 def new_salt() -> str:
@@ -54,7 +53,8 @@ def new_salt() -> str:
 
 @dataclass
 class Target:
-    """Where the probes send requests and how."""
+    """Where the probes send requests and how: the one sender's target (`net`) plus what only the
+    probes need (the api they speak, the model, the salt, the engine process)."""
 
     url: str
     api: str = "anthropic"  # anthropic | openai
@@ -67,33 +67,29 @@ class Target:
     process: Any = None
 
     def __post_init__(self) -> None:
-        if self.api not in PATHS:
-            raise ValueError(f"api must be one of {sorted(PATHS)}, got {self.api!r}")
+        if self.api not in DIALECTS:
+            raise ValueError(f"api must be one of {sorted(DIALECTS)}, got {self.api!r}")
         base = self.url.rstrip("/")
         if base.endswith("/v1"):  # accept both http://host:port and http://host:port/v1
             base = base[: -len("/v1")]
+        # The probes' own paths (/tokenize, /apply-template) hang off the server root, not /v1.
         self.base = base
 
     @property
+    def dialect(self) -> Dialect:
+        return dialect(self.api)
+
+    @property
+    def net(self) -> NetTarget:
+        """The one sender's target: the server root, the key and the current deadlines."""
+        return NetTarget(self.base, self.api_key, self.deadlines)
+
+    @property
     def endpoint(self) -> str:
-        return self.base + PATHS[self.api]
+        return self.net.url(self.dialect.generation_path)
 
     def headers(self) -> dict[str, str]:
-        try:
-            from conformance.net.client import headers_for  # the suite's one way to send a key
-        except ImportError:  # suite core not present: send it as each client does
-            headers_for = None
-        if headers_for is not None:
-            h = dict(headers_for(self.api, self.api_key, {}))
-        elif self.api == "anthropic":
-            h = {"x-api-key": self.api_key} if self.api_key else {}
-        else:
-            h = {"authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        h = {k.lower(): v for k, v in h.items()}
-        h["content-type"] = "application/json"
-        if self.api == "anthropic":
-            h.setdefault("anthropic-version", ANTHROPIC_VERSION)
-        return h
+        return self.net.headers(self.api)
 
     def process_exit(self) -> int | None:
         proc = getattr(self.process, "proc", self.process)
@@ -117,24 +113,7 @@ def build_request(
     salt: str | None = None,
 ) -> dict[str, Any]:
     """A one-turn request in the target's dialect, salted at the start of its system prompt."""
-    body: dict[str, Any]
-    if target.api == "anthropic":
-        body = {
-            "model": target.model,
-            "max_tokens": max_tokens,
-            "system": [{"type": "text", "text": system}],
-            "messages": [{"role": "user", "content": [{"type": "text", "text": user_text}]}],
-            "stream": stream,
-        }
-    else:
-        body = {
-            "model": target.model,
-            "max_tokens": max_tokens,
-            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user_text}],
-            "stream": stream,
-        }
-        if stream:
-            body["stream_options"] = {"include_usage": True}
+    body = target.dialect.one_turn_request(target.model, system, user_text, max_tokens=max_tokens, stream=stream)
     body.update(extra or {})
     return salt_body(body, target.api, target.salt if salt is None else salt)
 
@@ -143,24 +122,7 @@ def salt_body(body: dict[str, Any], api: str, salt: str) -> dict[str, Any]:
     """A copy of `body` with the run token at the start of its system prompt (the suite's salting)."""
     if not salt:
         return copy.deepcopy(body)
-    from conformance.net.client import salted
-
     return salted(body, api, salt)
-
-
-def encode(body: dict[str, Any]) -> bytes:
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
-
-def _content_predicate(api: str):
-    try:
-        if api == "anthropic":
-            from conformance.wire.anthropic import content_started
-        else:
-            from conformance.wire.openai import content_started
-        return content_started
-    except ImportError:  # wire core absent: the first byte counts as content
-        return None
 
 
 async def send(
@@ -172,101 +134,43 @@ async def send(
     client: httpx.AsyncClient | None = None,
     method: str = "POST",
 ) -> RawExchange:
-    url = target.base + (path or PATHS[target.api])
-    return await transport.send(
-        method,
-        url,
-        headers=target.headers(),
-        body=encode(body) if method != "GET" else b"",
-        deadlines=deadlines or target.deadlines,
-        first_content=_content_predicate(target.api) if body.get("stream") else None,
+    """Send `body` (re-serialised as the clients do) through the one sender. Only a streamed
+    request waits for the Dialect's content-started predicate; otherwise the first byte counts."""
+    return await target.net.send(
+        target.api,
+        path or target.dialect.generation_path,
+        serialize(body) if method != "GET" else b"",
+        method=method,
+        deadlines=deadlines,
+        content_started=bool(body.get("stream")),
         client=client,
     )
 
 
 # ---------------------------------------------------------------------------------------------
-# judging
-
-
-@dataclass
-class Judged:
-    violations: list[Violation]
-    message: dict[str, Any] | None
-
-    @property
-    def errors(self) -> list[Violation]:
-        return [v for v in self.violations if v.is_error]
-
-
-def judge(raw: RawExchange, request: dict[str, Any], api: str) -> Judged:
-    """Judge one exchange with the suite's exchange checks (the one judge)."""
-    try:
-        from conformance.checks.exchange import check_exchange
-    except ImportError:
-        check_exchange = None
-    if check_exchange is not None:
-        verdict = check_exchange(raw, request, api=api)
-        return Judged(list(verdict.violations), verdict.message)
-    # Suite core absent: the wire core alone (grammar), status and transport errors are read by
-    # the callers from the RawExchange itself.
-    if api == "anthropic":
-        from conformance.wire import anthropic as proto
-    else:
-        from conformance.wire import openai as proto
-    if not raw.ok:
-        return Judged([], None)
-    if request.get("stream"):
-        report = proto.check_stream(raw.chunks, request=request)
-        return Judged(list(report.violations), report.message)
-    message, violations = proto.check_response(raw.body(), request=request)
-    return Judged(list(violations), message)
+# reading an accumulated message (the Dialect's readers, in the vocabulary the probes reason in)
 
 
 def answer_text(message: dict[str, Any] | None, api: str) -> str:
-    if not message:
-        return ""
-    if api == "anthropic":
-        return "".join(b.get("text", "") for b in message.get("content") or [] if b.get("type") == "text")
-    content = message.get("content")
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return content or ""
+    return dialect(api).text(message) if message else ""
 
 
 def thinking_text(message: dict[str, Any] | None, api: str) -> str:
-    if not message:
-        return ""
-    if api == "anthropic":
-        return "".join(b.get("thinking", "") for b in message.get("content") or [] if b.get("type") == "thinking")
-    return message.get("reasoning_content") or message.get("reasoning") or ""
+    return dialect(api).thinking(message)
 
 
 def stop_reason(message: dict[str, Any] | None, api: str) -> str | None:
-    if not message:
-        return None
-    if api == "anthropic":
-        return message.get("stop_reason")
-    fr = message.get("finish_reason")
-    return _FINISH_TO_STOP.get(fr, fr)
+    """The stop reason in the Anthropic vocabulary (OpenAI's `length` reads as `max_tokens`)."""
+    return dialect(api).anthropic_stop(message) if message else None
 
 
 def output_tokens(message: dict[str, Any] | None, api: str) -> int | None:
-    usage = (message or {}).get("usage") or {}
-    value = usage.get("output_tokens" if api == "anthropic" else "completion_tokens")
-    return value if isinstance(value, int) else None
+    return dialect(api).output_tokens(message)
 
 
 def input_tokens_of_usage(usage: dict[str, Any] | None, api: str) -> int | None:
-    usage = usage or {}
-    if api == "anthropic" or "input_tokens" in usage:
-        base = usage.get("input_tokens")
-        if not isinstance(base, int):
-            return None
-        # cached tokens are reported apart from input_tokens on the Anthropic wire
-        return base + sum(v for k, v in usage.items()
-                          if k in ("cache_creation_input_tokens", "cache_read_input_tokens") and isinstance(v, int))
-    value = usage.get("prompt_tokens")
-    return value if isinstance(value, int) else None
+    """Every input token the prompt counted, cached ones included (`Dialect.prompt_tokens`)."""
+    return dialect(api).prompt_tokens(usage)
 
 
 def error_message(raw: RawExchange) -> str:
@@ -293,14 +197,7 @@ def error_envelope_violations(raw: RawExchange, api: str) -> list[Violation]:
     """The wire core's judgement of an error response (envelope, status/type pairing)."""
     if raw.status is None:
         return []
-    try:
-        if api == "anthropic":
-            from conformance.wire.anthropic import check_error
-        else:
-            from conformance.wire.openai import check_error
-    except ImportError:
-        return []
-    return list(check_error(raw.status, raw.body()))
+    return list(dialect(api).check_error(raw.status, raw.body()))
 
 
 def describe_exchange(raw: RawExchange) -> str:
@@ -318,7 +215,7 @@ async def target_gone(target: Target) -> str | None:
     code = target.process_exit()
     if code is not None:
         return f"the engine process is gone (exited with code {code})"
-    reason = await asyncio.to_thread(transport.probe, target.base + "/", 2.0)
+    reason = await asyncio.to_thread(transport.probe, target.net.url("/"), 2.0)
     if reason is not None:
         return f"the target no longer answers on {target.base} ({reason})"
     return None
@@ -415,7 +312,7 @@ class TokenCounter:
         if self.method is not None:
             return await self._count_with(self.method, body)
         for method in self.METHODS:
-            if method == "count_tokens" and self.target.api != "anthropic":
+            if method == "count_tokens" and self.target.dialect.count_tokens_path is None:
                 continue
             try:
                 n = await self._count_with(method, body)
@@ -433,13 +330,13 @@ class TokenCounter:
         self.calls += 1
         if method == "count_tokens":
             req = {k: v for k, v in body.items() if k not in ("max_tokens", "stream", "stream_options")}
-            raw = await send(self.target, req, path="/v1/messages/count_tokens")
+            raw = await send(self.target, req, path=self.target.dialect.count_tokens_path)
             data = _json_or_none(raw)
             if raw.ok and isinstance(data, dict) and isinstance(data.get("input_tokens"), int):
                 return data["input_tokens"]
             raise TokenCountUnavailable(f"count_tokens answered {describe_exchange(raw)}")
         if method == "tokenize":
-            messages = _openai_messages(body, self.target.api)
+            messages = self.target.dialect.chat_messages(body)
             raw = await send(self.target, {"model": self.target.model, "messages": messages}, path="/tokenize")
             data = _json_or_none(raw)
             if raw.ok and isinstance(data, dict):
@@ -473,23 +370,6 @@ def _json_or_none(raw: RawExchange) -> Any:
         return json.loads(raw.body())
     except ValueError:
         return None
-
-
-def _openai_messages(body: dict[str, Any], api: str) -> list[dict[str, Any]]:
-    if api == "openai":
-        return body.get("messages", [])
-    msgs: list[dict[str, Any]] = []
-    system = body.get("system")
-    if isinstance(system, list):
-        system = "".join(b.get("text", "") for b in system if isinstance(b, dict))
-    if system:
-        msgs.append({"role": "system", "content": system})
-    for m in body.get("messages", []):
-        content = m.get("content")
-        if isinstance(content, list):
-            content = "".join(b.get("text", "") for b in content if isinstance(b, dict))
-        msgs.append({"role": m.get("role"), "content": content})
-    return msgs
 
 
 def run_sync(coro):

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.checks import context as _context_checks  # noqa: F401  (registers the context.* ids)
+from conformance.checks.exchange import check_exchange
 from conformance.core import registry
 from conformance.net.transport import Deadlines, RawExchange
 from conformance.probes.common import (
@@ -51,7 +52,6 @@ from conformance.probes.common import (
     error_envelope_violations,
     error_message,
     input_tokens_of_usage,
-    judge,
     send,
     stop_reason,
     target_gone,
@@ -338,7 +338,7 @@ class ContextProbe:
         sized = await self.size(intended, depth=depth, ceiling=ceiling, exact=exact, phrase=phrase)
         body = self.request(sized.n_sentences, depth, phrase, max_tokens or self.max_tokens_for(sized.tokens))
         raw = await send(self.target, body, deadlines=deadlines)
-        message = judge(raw, body, self.target.api).message if raw.ok else None
+        message = check_exchange(raw, body, api=self.target.api).message if raw.ok else None
         return Attempt(sized.tokens, raw, message, phrase, sized.extrapolated)
 
     # -- needle sweep ---------------------------------------------------------------------------
@@ -360,7 +360,7 @@ class ContextProbe:
                 raw = await send(self.target, body)
                 point = NeedlePoint(fraction, depth, intended, sized.tokens, None, phrase, "failed", "")
                 if raw.ok:
-                    judged = judge(raw, body, self.target.api)
+                    judged = check_exchange(raw, body, api=self.target.api)
                     text = answer_text(judged.message, self.target.api)
                     point.answer = text
                     point.usage_tokens = input_tokens_of_usage((judged.message or {}).get("usage"), self.target.api)

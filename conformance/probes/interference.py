@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from conformance.checks import load as _load_checks  # noqa: F401  (registers the load.* ids)
+from conformance.checks.exchange import check_exchange
 from conformance.core import registry
 from conformance.probes.common import (
     ProbeOutcome,
@@ -33,7 +34,6 @@ from conformance.probes.common import (
     TokenCounter,
     build_request,
     describe_exchange,
-    judge,
     output_tokens,
     percentile,
     rounded,
@@ -61,7 +61,7 @@ async def _timed(target: Target, body: dict[str, Any], name: str, t0: float) -> 
     started = time.monotonic() - t0
     raw = await send(target, body)
     finished = time.monotonic() - t0
-    judged = await asyncio.to_thread(judge, raw, body, target.api)
+    judged = await asyncio.to_thread(check_exchange, raw, body, api=target.api)
     ok = raw.ok and not judged.errors
     what = "ok" if ok else (describe_exchange(raw) if not raw.ok else ", ".join(sorted({v.check_id for v in judged.errors})))
     return Timed(name, started, finished, ok, what, output_tokens(judged.message, target.api) or 0)

@@ -4,7 +4,7 @@ Rules:
 - One request is not an acceptance test. The workload (every captured model request of the
   target's dialect, plus the first turn of every bundled scenario) runs at each level of the ramp
   1, 2, 4, ... N (or only at N), `rounds` requests per slot, and every exchange is judged by the
-  suite's one judge (`common.judge` -> `check_exchange`).
+  suite's one judge (`conformance.checks.exchange.check_exchange`).
 - A level fails when any exchange fails; the verdict names the level and what broke there, as
   counts of kinds: 5xx, 4xx refusal, dropped stream, malformed events, deadline exceeded (hang),
   connection refused; and whether the target is gone (the engine process exited, or nothing answers).
@@ -29,6 +29,7 @@ from typing import Any
 import httpx
 
 from conformance.checks import load as _load_checks  # noqa: F401  (registers the load.* ids)
+from conformance.checks.exchange import check_exchange
 from conformance.core import registry
 from conformance.core.failures import Violation
 from conformance.net.transport import RawExchange
@@ -37,7 +38,6 @@ from conformance.probes.common import (
     Target,
     build_request,
     describe_exchange,
-    judge,
     output_tokens,
     percentile,
     rounded,
@@ -61,20 +61,22 @@ class WorkItem:
 # Small tool sets in each client's naming, for scenario first turns (the engine maps abstract
 # tools onto offered tools by name, docs/contracts/scenarios.md).
 def _tools(api: str) -> list[dict[str, Any]]:
-    path_prop = "file_path" if api == "anthropic" else "filePath"
+    # dialect-name: the names, argument spelling and tool shape are the wire's client's (Claude Code on Anthropic, opencode on OpenAI)
+    claude_code = api == "anthropic"
+    path_prop = "file_path" if claude_code else "filePath"
+    old_prop, new_prop = ("old_string", "new_string") if claude_code else ("oldString", "newString")
     specs = [
         ("Read", "Read a file", {path_prop: {"type": "string"}}, [path_prop]),
         ("Write", "Write a file", {path_prop: {"type": "string"}, "content": {"type": "string"}}, [path_prop, "content"]),
         ("Edit", "Replace text in a file",
-         {path_prop: {"type": "string"}, ("old_string" if api == "anthropic" else "oldString"): {"type": "string"},
-          ("new_string" if api == "anthropic" else "newString"): {"type": "string"}},
-         [path_prop, "old_string" if api == "anthropic" else "oldString", "new_string" if api == "anthropic" else "newString"]),
+         {path_prop: {"type": "string"}, old_prop: {"type": "string"}, new_prop: {"type": "string"}},
+         [path_prop, old_prop, new_prop]),
         ("Bash", "Run a command", {"command": {"type": "string"}}, ["command"]),
     ]
     out = []
     for name, desc, props, required in specs:
         schema = {"type": "object", "properties": props, "required": required, "additionalProperties": False}
-        if api == "anthropic":
+        if claude_code:
             out.append({"name": name, "description": desc, "input_schema": schema})
         else:
             out.append({"type": "function", "function": {"name": name.lower(), "description": desc, "parameters": schema}})
@@ -92,7 +94,7 @@ def scenario_items(target: Target, scenarios_dir: Path | None = None, max_tokens
         if not isinstance(data, dict) or data.get("format") != "conformance.scenario":
             continue  # the schema file and anything else
         extra: dict[str, Any] = {"tools": _tools(target.api)}
-        if target.api == "openai":
+        if target.api == "openai":  # dialect-name: opencode, the OpenAI wire's client, sends tool_choice auto
             extra["tool_choice"] = "auto"
         body = build_request(target, data["prompt"], max_tokens=max_tokens,
                              system="You are a coding agent. Working directory: /work/sandbox", extra=extra,
@@ -110,7 +112,7 @@ def capture_items(target: Target, captures_root: Path | None = None) -> list[Wor
         root = captures_root or captured_dir()
     except FileNotFoundError:
         return []
-    wanted = "/messages" if target.api == "anthropic" else "/chat/completions"
+    wanted = target.dialect.generation_path.removeprefix("/v1")
     items = []
     for path in iter_capture_files(root):
         try:
@@ -263,9 +265,8 @@ async def run_level(target: Target, items: list[WorkItem], level: int, *, rounds
     total = max(level * rounds, len(items))
     t0 = time.monotonic()
     limits = httpx.Limits(max_connections=level + 2, max_keepalive_connections=level + 2)
-    timeout = httpx.Timeout(target.deadlines.total, connect=target.deadlines.connect)
     pool = ThreadPoolExecutor(max_workers=level, thread_name_prefix="probe-loop")  # loops in flight = level
-    async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
+    async with target.net.async_client(limits=limits) as client:  # one pooled client for the level
         broken = asyncio.Event()
 
         async def one_loop(i: int, item: WorkItem) -> ExchangeRecord | None:
@@ -302,7 +303,7 @@ async def run_level(target: Target, items: list[WorkItem], level: int, *, rounds
                 finished = time.monotonic() - t0
                 if not raw.ok:
                     broken.set()  # before judging: the next slot must not start
-            judged = await asyncio.to_thread(judge, raw, body, target.api)
+            judged = await asyncio.to_thread(check_exchange, raw, body, api=target.api)
             violations = [v.at(exchange=f"concurrency {level}, request {i + 1} ({item.name})")
                           for v in judged.violations]
             kind = classify(raw, violations)

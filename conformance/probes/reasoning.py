@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.checks import reasoning as _reasoning_checks  # noqa: F401  (registers the reasoning.* ids)
+from conformance.checks.exchange import check_exchange
 from conformance.core import registry
 from conformance.core.failures import Violation
 from conformance.probes.common import (
@@ -33,7 +34,6 @@ from conformance.probes.common import (
     answer_text,
     build_request,
     describe_exchange,
-    judge,
     output_tokens,
     send,
     stop_reason,
@@ -59,7 +59,7 @@ class ThinkingCase:
 
 def default_cases(api: str, max_tokens: int = MAX_TOKENS, budget_tokens: int | None = None) -> list[ThinkingCase]:
     cases: list[ThinkingCase] = []
-    if api == "anthropic":
+    if api == "anthropic":  # dialect-name: the thinking controls are each wire's own request fields
         for effort in EFFORTS:
             cases.append(ThinkingCase(f"adaptive+effort={effort}",
                                       {"thinking": {"type": "adaptive"}, "output_config": {"effort": effort}}, max_tokens))
@@ -118,7 +118,7 @@ async def run_case(target: Target, case: ThinkingCase) -> CaseResult:
     phrase = long_phrase(case.name)
     body = build_request(target, question(phrase), max_tokens=case.max_tokens, system=SYSTEM, extra=case.fields)
     raw = await send(target, body)
-    judged = judge(raw, body, target.api)
+    judged = check_exchange(raw, body, api=target.api)
     res = CaseResult(case, raw.status, None, None, "", 0, phrase, raw.elapsed,
                      violations=[v.at(exchange=case.name) for v in judged.violations])
     if not raw.ok or judged.errors:

@@ -10,12 +10,13 @@ Rules:
 - `record(Result)` fills in what the session knows (target, API, versions) and appends to the
   results record; `failure_dir(test_id)` is `<report dir>/failures/<test id>/`, one folder per
   failing test, created on demand.
-- Every network call has a deadline (the configured Deadlines, or short fixed ones for probes).
+- Every network call has a deadline (the configured Deadlines, or short fixed ones for probes)
+  and goes through the one sender, `conformance.net.target.Target` (URL joining, the client's
+  headers, the Dialect's content-started predicate, the process's one TLS context).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import threading
@@ -24,9 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from conformance.core.results import Result, ResultsWriter
-from conformance.net.client import headers_for, target_url
-from conformance.net.transport import Deadlines, RawExchange, send
+from conformance.net.client import headers_for
+from conformance.net.target import Target
+from conformance.net.transport import Deadlines, RawExchange, probe
 from conformance.suite.config import SuiteConfig
+from conformance.wire.dialect import OPENAI, dialect
 
 _PROBE = Deadlines(connect=3.0, first_content=5.0, total=8.0)
 # Does an endpoint exist? An empty body is refused at once by a live endpoint; a target that
@@ -64,7 +67,6 @@ class SuiteSession:
 
         told = {"engine": config.engine_version, "router": config.router_version}
         self.versions: dict[str, str] = {"suite": __version__, **{k: v for k, v in told.items() if v}}
-        self._ssl = None
         self.cli_layer: dict[str, Any] = {}
         self.baseline = None
         self.cache: dict[Any, Any] = {}  # per-process memo for tests that share an exchange
@@ -104,6 +106,11 @@ class SuiteSession:
             if self._down is None:
                 self._down = reason
 
+    @property
+    def target(self) -> Target:
+        """The configured target as the one sender (`conformance.net.target`) sees it."""
+        return Target(self.config.target or "", self.config.api_key, self.config.deadlines)
+
     def send(
         self,
         api: str,
@@ -118,54 +125,31 @@ class SuiteSession:
         label: str = "",
     ) -> RawExchange:
         """Send one request to the target with the client's headers, under the deadlines."""
-        url = target_url(self.config.target or "", path, query)
-        hdrs = headers if headers is not None else headers_for(api, self.config.api_key, captured_headers)
+        target = self.target
+        url = target.url(path, query)
         down = self._down
         if down is not None:
+            hdrs = headers if headers is not None else target.headers(api, captured_headers)
             return RawExchange(method, url, hdrs, body, error_kind="connect",
                                error=f"the target is down (first failure: {down}); not sent")
-        predicate = None
-        if api in ("anthropic", "openai"):
-            from conformance.checks.exchange import protocol
-
-            predicate = getattr(protocol(api), "content_started", None)
-        raw = self._send(method, url, headers=hdrs, body=body, deadlines=deadlines or self.config.deadlines,
-                         first_content=predicate)
+        raw = target.send_sync(api, path, body, method=method, query=query, captured_headers=captured_headers,
+                               headers=headers, deadlines=deadlines)
         self._note_versions(raw)
         if raw.error_kind == "connect":
             self.mark_down(f"{label or url}: {raw.error}")
         elif raw.error_kind in ("read", "protocol"):
-            from conformance.net.transport import probe
-
             reason = probe(self.config.target or url, timeout=2.0)
             if reason is not None and "connect" in reason.lower():
                 self.mark_down(f"{label or url}: {raw.error}; then the target refused connections ({reason})")
         return raw
 
-    def _send(self, method: str, url: str, *, deadlines: Deadlines, **kwargs: Any) -> RawExchange:
-        """transport.send on a fresh loop with a client built from a cached TLS context (creating
-        the default context costs ~0.2 s, more than a whole exchange with a local engine)."""
-        import httpx
-
-        if self._ssl is None:
-            import ssl
-
-            self._ssl = ssl.create_default_context()
-
-        async def go() -> RawExchange:
-            timeout = httpx.Timeout(deadlines.total, connect=deadlines.connect)
-            async with httpx.AsyncClient(timeout=timeout, verify=self._ssl) as client:
-                return await send(method, url, deadlines=deadlines, client=client, **kwargs)
-
-        return asyncio.run(go())
-
     def get_json(self, path: str) -> tuple[int | None, Any]:
         """GET a JSON document from the target (probe deadlines); (status, parsed or None)."""
         if self._down is not None:
             return None, None
-        url = target_url(self.config.target or "", path)
-        hdrs = headers_for("openai", self.config.api_key, {}) if self.config.api_key else {"accept-encoding": "identity"}
-        raw = self._send("GET", url, headers=hdrs, deadlines=_PROBE)
+        # The target's own documents (/v1/models, /version) take the key as a bearer token.
+        hdrs = headers_for(OPENAI.name, self.config.api_key, {}) if self.config.api_key else {"accept-encoding": "identity"}
+        raw = self.target.send_sync(None, path, method="GET", headers=hdrs, deadlines=_PROBE)
         self._note_versions(raw)
         if raw.status is None:
             if raw.error_kind == "connect":
@@ -206,7 +190,7 @@ class SuiteSession:
         if self.config.api != "auto":
             return api == self.config.api
         if api not in self._apis:
-            path = "/v1/messages" if api == "anthropic" else "/v1/chat/completions"
+            path = dialect(api).generation_path
             cap = min(_API_PROBE.total, self.config.deadline_total)
             raw = self.send(api, path, b"{}", deadlines=Deadlines(_API_PROBE.connect, cap, cap), label=f"probe {path}")
             # An endpoint that exists rejects an empty body with 4xx (400/422) or answers; a missing

@@ -6,7 +6,8 @@ Rules:
   predicate, the stop vocabulary (natural / final / tool / the output cap / every cut reason,
   and the map from this wire's stop reasons to the Anthropic vocabulary), and readers of an
   accumulated message (answer text, thinking, tool calls as one `ToolCall`, stop reason, usage)
-  and of a request (offered tools, the output cap, tool_choice).
+  and of a request (offered tools, the output cap, tool_choice, the conversation as chat
+  messages), where the system prompt lives, and a minimal one-turn request in the wire's shape.
 - Only this module (and the wire modules it fronts) may compare against a wire's name; the rest
   of the judge asks `dialect(api)`. A new wire is one wire module plus one entry in DIALECTS.
 - Readers never raise on a target's data: a missing or mistyped field reads as empty / None.
@@ -83,6 +84,7 @@ class Dialect:
     input_tokens_key: str
     cap_keys: tuple[str, ...]  # request keys of the output cap, first present wins
     structured_call: str  # what a structured tool call is on this wire, named in messages
+    system_at_top: bool = False  # the system prompt is the request's top-level `system` (else a system message)
 
     # ---- the wire module -------------------------------------------------------------------
     @property
@@ -156,6 +158,19 @@ class Dialect:
     def input_tokens(self, usage: dict | None) -> int | None:
         return _int((usage or {}).get(self.input_tokens_key)) if isinstance(usage, dict) else None
 
+    def prompt_tokens(self, usage: dict | None) -> int | None:
+        """Every input token the prompt counted. A usage in the Anthropic shape (`input_tokens`,
+        on this wire or a router's answer on another) reports cached tokens apart, so the
+        cache_creation / cache_read input tokens are added; else this wire's input key."""
+        usage = usage if isinstance(usage, dict) else {}
+        if self.input_tokens_key == "input_tokens" or "input_tokens" in usage:
+            base = usage.get("input_tokens")
+            if not isinstance(base, int):
+                return None
+            return base + sum(v for k, v in usage.items() if k in _CACHE_INPUT_KEYS and isinstance(v, int))
+        value = usage.get(self.input_tokens_key)
+        return value if isinstance(value, int) else None
+
     # ---- readers of a request --------------------------------------------------------------
     def offered_tools(self, request: dict | None) -> dict[str, dict | None]:
         """Tool name -> its JSON schema (None for tools without one, e.g. server tools)."""
@@ -172,6 +187,20 @@ class Dialect:
         """What the request's tool_choice demands: ("force", name or None, allowed names or None),
         ("forbid", None, None), or None when it demands nothing (auto, absent, unknown shapes)."""
         raise NotImplementedError
+
+    def chat_messages(self, request: dict | None) -> list[dict]:
+        """The request's conversation as chat-completions messages (a tokenizer's chat template
+        input): the system prompt first, content flattened to its text."""
+        raise NotImplementedError
+
+    # ---- building a request ----------------------------------------------------------------
+    def one_turn_request(self, model: str, system: str, user_text: str, *, max_tokens: int,
+                         stream: bool) -> dict[str, Any]:
+        """A minimal one-turn request in this wire's shape (a streamed chat request asks for usage)."""
+        raise NotImplementedError
+
+
+_CACHE_INPUT_KEYS = ("cache_creation_input_tokens", "cache_read_input_tokens")
 
 
 def _function_tools(request: dict | None) -> dict[str, dict | None]:
@@ -242,6 +271,30 @@ class AnthropicDialect(Dialect):
             return "forbid", None, None
         return None
 
+    def chat_messages(self, request: dict | None) -> list[dict]:
+        msgs: list[dict] = []
+        system = (request or {}).get("system")
+        if isinstance(system, list):
+            system = "".join(b.get("text", "") for b in system if isinstance(b, dict))
+        if system:
+            msgs.append({"role": "system", "content": system})
+        for m in (request or {}).get("messages", []):
+            content = m.get("content")
+            if isinstance(content, list):
+                content = "".join(b.get("text", "") for b in content if isinstance(b, dict))
+            msgs.append({"role": m.get("role"), "content": content})
+        return msgs
+
+    def one_turn_request(self, model: str, system: str, user_text: str, *, max_tokens: int,
+                         stream: bool) -> dict[str, Any]:
+        return {
+            "model": model,
+            "max_tokens": max_tokens,
+            "system": [{"type": "text", "text": system}],
+            "messages": [{"role": "user", "content": [{"type": "text", "text": user_text}]}],
+            "stream": stream,
+        }
+
 
 class ChatDialect(Dialect):
     """OpenAI chat completions: one choice's message, `finish_reason`, a bearer token."""
@@ -306,6 +359,21 @@ class ChatDialect(Dialect):
                 return "force", None, [n for n in names if isinstance(n, str)] or None
         return None
 
+    def chat_messages(self, request: dict | None) -> list[dict]:
+        return (request or {}).get("messages", [])
+
+    def one_turn_request(self, model: str, system: str, user_text: str, *, max_tokens: int,
+                         stream: bool) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": model,
+            "max_tokens": max_tokens,
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user_text}],
+            "stream": stream,
+        }
+        if stream:
+            body["stream_options"] = {"include_usage": True}
+        return body
+
 
 # Facts from the API references (WIRE.md): Anthropic stop_reason values and the cut ones
 # (conformance.wire.anthropic.CUT_STOP_REASONS); OpenAI finish_reason values and the cut ones
@@ -326,6 +394,7 @@ ANTHROPIC = AnthropicDialect(
     input_tokens_key="input_tokens",
     cap_keys=("max_tokens",),
     structured_call="tool_use block",
+    system_at_top=True,
 )
 OPENAI = ChatDialect(
     name="openai",

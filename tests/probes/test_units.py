@@ -116,3 +116,29 @@ def test_repeat_refuses_rerun_plugins():
     R.refuse_rerun_plugins(_Config(reruns=2), 1)  # no repeat: nothing to hide
     with pytest.raises(pytest.UsageError, match="hides exactly the flakiness"):
         R.refuse_rerun_plugins(_Config(reruns=2), 3)
+
+
+def test_probe_readers_keep_their_vocabulary():
+    from conformance.probes.common import answer_text, input_tokens_of_usage, output_tokens, stop_reason
+
+    cached = {"input_tokens": 10, "cache_creation_input_tokens": 5, "cache_read_input_tokens": 7, "output_tokens": 3}
+    assert input_tokens_of_usage(cached, "anthropic") == 22, "cached tokens are reported apart from input_tokens"
+    assert input_tokens_of_usage(cached, "openai") == 22, "Anthropic-shaped usage reads the same on any wire"
+    assert input_tokens_of_usage({"prompt_tokens": 9, "completion_tokens": 2}, "openai") == 9
+    assert input_tokens_of_usage({"prompt_tokens": 9}, "anthropic") is None
+    assert input_tokens_of_usage(None, "openai") is None
+    assert stop_reason({"finish_reason": "length"}, "openai") == "max_tokens"
+    assert stop_reason({"stop_reason": "end_turn"}, "anthropic") == "end_turn"
+    assert stop_reason(None, "openai") is None
+    assert output_tokens({"usage": {"completion_tokens": 4}}, "openai") == 4
+    assert answer_text({"content": [{"type": "thinking", "thinking": "x"}, {"type": "text", "text": "hi"}]},
+                       "anthropic") == "hi"
+
+
+def test_probe_target_holds_the_one_senders_target():
+    t = Target("http://127.0.0.1:1/v1/", api="openai", api_key="sk-1")
+    assert t.endpoint == "http://127.0.0.1:1/v1/chat/completions"
+    assert t.net.url("/tokenize") == "http://127.0.0.1:1/tokenize", "probe paths hang off the server root"
+    assert t.headers()["authorization"] == "Bearer sk-1"
+    with pytest.raises(ValueError, match="api must be one of"):
+        Target("http://h:1", api="responses")
