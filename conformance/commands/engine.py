@@ -34,14 +34,14 @@ def run(args) -> int:
 
     from aiohttp import web
 
-    from conformance.engine import faults as F
+    from conformance.engine import faults as fault_modes
     from conformance.engine.scenarios import EngineScenarioError
     from conformance.engine.server import build_app
     from conformance.engine.state import DEFAULT_MAX_CONTEXT, DEFAULT_MODEL, EngineConfig
 
     try:
-        faults = F.validate(args.fault)
-    except F.UnknownFault as e:
+        faults = fault_modes.validate(args.fault)
+    except fault_modes.UnknownFault as e:
         print(f"conformance engine: {e}", file=sys.stderr)
         return 2
     max_context = args.max_context if args.max_context is not None else DEFAULT_MAX_CONTEXT

@@ -22,7 +22,7 @@ import time
 
 from aiohttp import web
 
-from conformance.engine import faults as F
+from conformance.engine import faults as fault_modes
 from conformance.engine import ids, planner
 from conformance.engine.conversation import (
     Conversation,
@@ -277,7 +277,7 @@ async def messages(request: web.Request, state, body: dict):
     reply, prompt = _plan(state, conv)
     seed = ids.digest(json.dumps(body, sort_keys=True))
     msg_id = ids.make("msg_01", seed, n=22)
-    model = F.WRONG_MODEL_NAME if "wrong-model" in faults else conv.model
+    model = fault_modes.WRONG_MODEL_NAME if "wrong-model" in faults else conv.model
     blocks = content_blocks(reply, faults, seed, conv.thinking_display)
     reason, seq = _stop_reason(reply, faults)
     headers = {"request-id": ids.make("req_01", seed, time.time_ns(), n=22)}

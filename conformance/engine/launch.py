@@ -117,11 +117,11 @@ def serve_engine_in_thread(faults=(), model: str = DEFAULT_MODEL, max_context: i
                            scenarios=None, host: str = "127.0.0.1"):
     from aiohttp import web
 
-    from conformance.engine import faults as F
+    from conformance.engine import faults as fault_modes
     from conformance.engine.server import build_app
     from conformance.engine.state import EngineConfig
 
-    config = EngineConfig(model=model, faults=F.validate(faults), max_context=int(max_context),
+    config = EngineConfig(model=model, faults=fault_modes.validate(faults), max_context=int(max_context),
                           scenarios_dir=str(scenarios) if scenarios else None, exit_on_crash=False)
     app = build_app(config)
     loop = asyncio.new_event_loop()

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from conformance.engine import faults as F
+from conformance.engine import faults as fault_modes
 from conformance.engine import ids, planner
 from conformance.engine.conversation import (
     Conversation,
@@ -255,7 +255,7 @@ def plan_answer(state, body: dict, parse_body: Callable[[dict, frozenset], Conve
     conv = parse_body(body, faults)
     reply, prompt = plan_reply(state, conv)
     seed = ids.digest(json.dumps(body, sort_keys=True))
-    model = F.WRONG_MODEL_NAME if "wrong-model" in faults else (conv.model or state.config.model)
+    model = fault_modes.WRONG_MODEL_NAME if "wrong-model" in faults else (conv.model or state.config.model)
     calls, extra_text = rendered_calls(reply, faults, seed)
     return Answer(conv, reply, prompt, seed, model, int(time.time()), calls, reply.text + extra_text)
 

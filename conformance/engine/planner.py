@@ -35,8 +35,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from conformance.engine import faults as F
-from conformance.engine import scenarios as S
+from conformance.engine import faults as fault_modes
+from conformance.engine import scenarios as engine_scenarios
 from conformance.engine import tokenizer
 from conformance.engine.conversation import Conversation, compact_json
 
@@ -124,7 +124,7 @@ def _forced_call(conv: Conversation) -> list[tuple[str, dict]]:
     tool = conv.tools[0]
     if conv.tool_choice == "tool":
         tool = next((t for t in conv.tools if t.name == conv.tool_choice_name), tool)
-    return [(tool.name, S.fill_object(tool.schema))]
+    return [(tool.name, engine_scenarios.fill_object(tool.schema))]
 
 
 def _calls_in_words(text: str, calls: list[tuple[str, dict]]) -> str:
@@ -153,7 +153,7 @@ def plan(conv: Conversation, ctx: Context) -> Reply:
     if conv.max_tokens is not None:
         budget = min(budget, conv.max_tokens)
     if "output-cap" in ctx.faults:
-        budget = min(budget, F.OUTPUT_CAP_TOKENS)
+        budget = min(budget, fault_modes.OUTPUT_CAP_TOKENS)
 
     if "unbounded-reasoning" in ctx.faults:
         thinking = _reasoning_filler(budget)
@@ -164,8 +164,8 @@ def plan(conv: Conversation, ctx: Context) -> Reply:
     calls: list[tuple[str, dict]] = []
     scenario_id = None
     ignores_choice = "tool-choice-ignored" in ctx.faults and conv.tool_choice in ("any", "tool")
-    match = S.find(ctx.scenarios, conv) if ctx.scenarios else None
-    turn = S.plan(match, conv) if match else None
+    match = engine_scenarios.find(ctx.scenarios, conv) if ctx.scenarios else None
+    turn = engine_scenarios.plan(match, conv) if match else None
     if turn is not None and turn.calls and conv.tool_choice == "none":
         turn = None
     if turn is not None:

@@ -28,7 +28,7 @@ import time
 
 from aiohttp import web
 
-from conformance.engine import faults as F
+from conformance.engine import faults as fault_modes
 from conformance.engine.conversation import InvalidRequest
 from conformance.engine.state import (
     BODY_LIMIT,
@@ -112,7 +112,7 @@ def generation_route(api: str, fn):
             return web.Response(status=500)
         state.inflight[id(request)] = request
         try:
-            if "crash-under-concurrency" in state.faults and len(state.inflight) > F.CRASH_CONCURRENCY_LIMIT:
+            if "crash-under-concurrency" in state.faults and len(state.inflight) > fault_modes.CRASH_CONCURRENCY_LIMIT:
                 _crash(state)
                 return web.Response(status=500)
             try:
@@ -148,7 +148,7 @@ def _crash(state: EngineState) -> None:
     n = len(state.inflight)
     if state.config.exit_on_crash:
         print(f"reference engine: crash-under-concurrency: {n} requests in flight > "
-              f"{F.CRASH_CONCURRENCY_LIMIT}; exiting", file=sys.stderr, flush=True)
+              f"{fault_modes.CRASH_CONCURRENCY_LIMIT}; exiting", file=sys.stderr, flush=True)
         os._exit(3)
     state.dead = True
     for req in list(state.inflight.values()):
@@ -156,10 +156,10 @@ def _crash(state: EngineState) -> None:
 
 
 async def _hang(request, api, body, state):
-    deadline = time.monotonic() + F.HANG_CAP_SECONDS
+    deadline = time.monotonic() + fault_modes.HANG_CAP_SECONDS
     pings = "hang-with-pings" in state.faults
     if not body.get("stream"):
-        await asyncio.sleep(F.HANG_CAP_SECONDS)
+        await asyncio.sleep(fault_modes.HANG_CAP_SECONDS)
         return web.Response(status=504)
     try:
         resp = await start_sse(request)
@@ -167,7 +167,7 @@ async def _hang(request, api, body, state):
             if pings:
                 data = b'event: ping\ndata: {"type":"ping"}\n\n' if api == "anthropic" else b": ping\n\n"
                 await resp.write(data)
-                await asyncio.sleep(F.HANG_PING_INTERVAL)
+                await asyncio.sleep(fault_modes.HANG_PING_INTERVAL)
             else:
                 await asyncio.sleep(1.0)
         return resp
@@ -226,10 +226,10 @@ async def received_clear(request: web.Request):
 
 def build_app(config: EngineConfig) -> web.Application:
     from conformance.engine import anthropic_route, openai_route, responses_route
-    from conformance.engine import scenarios as S
+    from conformance.engine import scenarios as engine_scenarios
 
-    folder = config.scenarios_dir or S.default_dir()
-    state = EngineState(config=config, scenarios=S.load_dir(folder))
+    folder = config.scenarios_dir or engine_scenarios.default_dir()
+    state = EngineState(config=config, scenarios=engine_scenarios.load_dir(folder))
     app = web.Application(client_max_size=BODY_LIMIT, middlewares=[errors_middleware, record_middleware])
     app[STATE] = state
     r = app.router

@@ -35,13 +35,13 @@ import sys
 import time
 from pathlib import Path
 
-from conformance.peers import components as C
+from conformance.peers import components
 from conformance.peers.matrix import write_matrix
 from conformance.peers.servers import ManagedServer, ServerStartError, log_tail
 from conformance.peers.stacks import STACKS, Stack, by_name
 from conformance.peers.trim import write_trimmed
 
-FIXTURES = C.REPO / "fixtures" / "peers"
+FIXTURES = components.REPO / "fixtures" / "peers"
 PEER_MARKERS = "not load and not context and not live"
 REAL_LOOP_SCENARIO = "write-static"  # fixtures/scenarios/write-static.json: tool_choice_required
 # Real-model stacks run the replays, the stop-sequence, count_tokens and protocol tests and one
@@ -56,7 +56,7 @@ REAL_MODEL_SELECTION = (f"not test_quoted_variant and not test_stream_incrementa
 
 def missing_installs(stack: Stack) -> list[str]:
     """What this stack needs that is not installed, each with the script that installs it."""
-    d = C.peers_dir()
+    d = components.peers_dir()
     needs: list[tuple[Path, str]] = []
     if stack.router == "litellm":
         needs.append((d / "litellm" / "bin" / "litellm", "install-litellm"))
@@ -64,10 +64,10 @@ def missing_installs(stack: Stack) -> list[str]:
         needs.append((d / "ccr" / "node_modules" / "@musistudio" / "claude-code-router" / "dist" / "cli.js",
                       "install-ccr"))
     if stack.engine == "llamacpp":
-        needs += [(d / "llamacpp" / "bin" / "python", "install-llamacpp"), (d / "models" / C.GGUF_NAME, "install-llamacpp")]
+        needs += [(d / "llamacpp" / "bin" / "python", "install-llamacpp"), (d / "models" / components.GGUF_NAME, "install-llamacpp")]
     if stack.engine == "vllm":
         needs += [(d / "vllm" / "bin" / "vllm", "install-vllm"),
-                  (d / "models" / C.HF_DIR_NAME / "model.safetensors", "convert-model")]
+                  (d / "models" / components.HF_DIR_NAME / "model.safetensors", "convert-model")]
     return [f"{path} is missing: run .ci/peers/{script} (or .ci/peers/run-all)" for path, script in needs
             if not path.exists()]
 
@@ -137,7 +137,7 @@ class Engines(contextlib.ExitStack):
     def prestart(self, kind: str) -> None:
         if kind in self.servers or kind in self.failed:
             return
-        server = {"reference": C.engine, "llamacpp": C.llamacpp, "vllm": C.vllm}[kind]()
+        server = {"reference": components.engine, "llamacpp": components.llamacpp, "vllm": components.vllm}[kind]()
         self.callback(server.stop)
         try:
             server.start()
@@ -167,11 +167,11 @@ class Engines(contextlib.ExitStack):
 
 def router_for(stack: Stack, engine_url: str, upstream_model: str) -> ManagedServer | None:
     if stack.router == "litellm":
-        return C.litellm(engine_url, upstream_model, served_model=upstream_model,
+        return components.litellm(engine_url, upstream_model, served_model=upstream_model,
                          chat_completions=stack.litellm_path == "chat", provider=stack.litellm_provider,
                          log_name=f"litellm-{stack.name}")
     if stack.router == "ccr":
-        return C.claude_code_router(engine_url, upstream_model, log_name=f"ccr-{stack.name}")
+        return components.claude_code_router(engine_url, upstream_model, log_name=f"ccr-{stack.name}")
     return None
 
 
@@ -179,7 +179,7 @@ def run_stack(stack: Stack, engines: Engines, *, reports: Path, trimmed: Path | 
               use_baseline: bool, timeout: float, write_baseline: Path | None = None) -> dict:
     t0 = time.monotonic()
     rec: dict = {"stack": stack.name, "title": stack.title, "api": stack.api}
-    model = C.REAL_MODEL if stack.real_model else C.ENGINE_MODEL
+    model = components.REAL_MODEL if stack.real_model else components.ENGINE_MODEL
     missing = missing_installs(stack)
     if missing:
         print(f"peers: [{stack.name}] not run: " + "; ".join(missing), flush=True)
@@ -193,7 +193,7 @@ def run_stack(stack: Stack, engines: Engines, *, reports: Path, trimmed: Path | 
                 es.enter_context(router)
                 print(f"peers: {router.name} ready after {router.ready_after:.1f} s", flush=True)
                 target = router.base_url
-                api_key = C.MASTER_KEY if stack.router == "litellm" else "sk-peers-local"
+                api_key = components.MASTER_KEY if stack.router == "litellm" else "sk-peers-local"
             else:
                 target, api_key = engine_url, "sk-peers-local"
             # A fresh report folder per run: the results record is append-only.
@@ -213,14 +213,14 @@ def run_stack(stack: Stack, engines: Engines, *, reports: Path, trimmed: Path | 
             log = reports / f"{stack.name}.log"
             with log.open("w", encoding="utf-8") as fh:
                 try:
-                    proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout, cwd=C.REPO)
+                    proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout, cwd=components.REPO)
                     rc = proc.returncode
                 except subprocess.TimeoutExpired:
                     rc = -1
                     fh.write(f"\npeers: the suite run did not finish within {timeout:.0f} s\n")
             tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:]
             print("  " + "\n  ".join(tail), flush=True)
-            rec.update(exit_code=rc, baseline=str(baseline.relative_to(C.REPO)) if baseline else None,
+            rec.update(exit_code=rc, baseline=str(baseline.relative_to(components.REPO)) if baseline else None,
                        gated=gated, log=str(log))
     except ServerStartError as exc:
         print(f"peers: [{stack.name}] could not start its servers:\n{exc}", flush=True)
@@ -232,7 +232,7 @@ def run_stack(stack: Stack, engines: Engines, *, reports: Path, trimmed: Path | 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m conformance.peers.run", description=__doc__.split("\n\n")[0])
     ap.add_argument("--stacks", default="", help="comma-separated stack names (default: all)")
-    ap.add_argument("--reports", default=str(C.REPO / "reports" / "peers"))
+    ap.add_argument("--reports", default=str(components.REPO / "reports" / "peers"))
     ap.add_argument("--no-baseline", action="store_true",
                     help="run without fixtures/peers/<stack>.json (to see raw verdicts)")
     ap.add_argument("--write-baselines", metavar="DIR", default=None,
@@ -253,12 +253,12 @@ def main(argv: list[str] | None = None) -> int:
     stacks = [by_name(n.strip()) for n in args.stacks.split(",") if n.strip()] or list(STACKS)
     reports = Path(args.reports).resolve()
     reports.mkdir(parents=True, exist_ok=True)
-    versions = C.installed_versions()
+    versions = components.installed_versions()
     trimmed = None
     if any(s.real_model for s in stacks):
         from conformance.core.paths import captured_dir
 
-        trimmed = write_trimmed(captured_dir(), C.peers_dir() / "run" / "captures-trimmed")
+        trimmed = write_trimmed(captured_dir(), components.peers_dir() / "run" / "captures-trimmed")
     t0 = time.monotonic()
     records = []
     with Engines() as engines:

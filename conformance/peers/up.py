@@ -16,7 +16,7 @@ import signal
 import sys
 import time
 
-from conformance.peers import components as C
+from conformance.peers import components
 from conformance.peers.run import missing_installs, router_for
 from conformance.peers.stacks import STACKS, by_name
 
@@ -36,9 +36,9 @@ def main(argv: list[str] | None = None) -> int:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, _terminate)
-    model = C.REAL_MODEL if stack.real_model else C.ENGINE_MODEL
+    model = components.REAL_MODEL if stack.real_model else components.ENGINE_MODEL
     with contextlib.ExitStack() as es:
-        engine = {"reference": C.engine, "llamacpp": C.llamacpp, "vllm": C.vllm}[stack.engine]()
+        engine = {"reference": components.engine, "llamacpp": components.llamacpp, "vllm": components.vllm}[stack.engine]()
         es.enter_context(engine)
         router = router_for(stack, engine.base_url, model)
         if router is not None:

@@ -18,7 +18,7 @@ import json
 
 import pytest
 
-from conformance.probes import repeat as R
+from conformance.probes import repeat as repeat_probe
 from conformance.probes.common import ProbeOutcome, Target, new_salt, run_sync
 
 DEFAULT_CONCURRENCY = 4
@@ -33,9 +33,9 @@ def repeat_count(request, settings) -> int:
     k = int(option(settings, "repeat", 1))
     if k < 1:
         raise pytest.UsageError(f"--conformance-repeat must be at least 1, got {k}")
-    conflict = R.rerun_conflict(request.config)
+    conflict = repeat_probe.rerun_conflict(request.config)
     if k > 1 and conflict:
-        pytest.exit(R.refusal_message(conflict, k), returncode=pytest.ExitCode.USAGE_ERROR)
+        pytest.exit(repeat_probe.refusal_message(conflict, k), returncode=pytest.ExitCode.USAGE_ERROR)
     return k
 
 
@@ -54,7 +54,7 @@ def target_for(session, settings, ctx=None) -> Target:
 def run_probe(request, settings, make) -> list[ProbeOutcome]:
     """Run `make()` (a coroutine factory returning ProbeOutcomes) K times, folded per check."""
     k = repeat_count(request, settings)
-    return run_sync(R.repeat(k, make))
+    return run_sync(repeat_probe.repeat(k, make))
 
 
 def report(ctx, target: Target, outcomes: list[ProbeOutcome], *, title: str) -> None:

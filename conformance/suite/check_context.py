@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conformance.checks import suite as S
+from conformance.checks import suite as suite_checks
 from conformance.checks.exchange import ExchangeVerdict, check_exchange
 from conformance.core.failures import SEVERITIES, Violation
 from conformance.core.registry import violation
@@ -130,9 +130,9 @@ class CheckContext:
 
     def fail_target_down(self) -> None:
         reason = self.session.target_down() or "unknown"
-        v = violation(S.TARGET_REACHABLE, f"the target is down; not tried (first failure: {reason})",
+        v = violation(suite_checks.TARGET_REACHABLE, f"the target is down; not tried (first failure: {reason})",
                       expected="a reachable target", seen="connection refused earlier in this run")
-        self.outcome(S.TARGET_REACHABLE, "failed", violations=[v])
+        self.outcome(suite_checks.TARGET_REACHABLE, "failed", violations=[v])
         self.finish("target down")
 
     # ------------------------------------------------------------------ the end of a test

@@ -16,57 +16,57 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.probes import suite_support as S
+from conformance.probes import suite_support
 
 pytestmark = pytest.mark.context
 
 
 def _run(request, ctx, title: str, parts):
-    from conformance.probes import context as C
+    from conformance.probes import context as context_probe
 
-    target = S.target_for(ctx.session, ctx.settings, ctx)
-    configured = S.option(ctx.settings, "context_limit", None)
+    target = suite_support.target_for(ctx.session, ctx.settings, ctx)
+    configured = suite_support.option(ctx.settings, "context_limit", None)
 
     async def once():
-        info = await C.discover_limit(target, configured)
+        info = await context_probe.discover_limit(target, configured)
         if not info.known:
-            return [C.limit_outcome(info)]
-        probe = C.ContextProbe(target, info)
-        return await parts(C, probe, info)
+            return [context_probe.limit_outcome(info)]
+        probe = context_probe.ContextProbe(target, info)
+        return await parts(context_probe, probe, info)
 
-    S.report(ctx, target, S.run_probe(request, ctx.settings, once), title=title)
+    suite_support.report(ctx, target, suite_support.run_probe(request, ctx.settings, once), title=title)
 
 
 def test_context_limit_known(request, conformance_ctx):
-    async def parts(C, probe, info):
-        return [C.limit_outcome(info)]
+    async def parts(context_probe, probe, info):
+        return [context_probe.limit_outcome(info)]
 
     _run(request, conformance_ctx, "context limit", parts)
 
 
 def test_needle(request, conformance_ctx):
-    async def parts(C, probe, info):
-        return C.needle_outcomes(await probe.needle_sweep(), info)
+    async def parts(context_probe, probe, info):
+        return context_probe.needle_outcomes(await probe.needle_sweep(), info)
 
     _run(request, conformance_ctx, "needle recall", parts)
 
 
 def test_over_limit_refused(request, conformance_ctx):
-    async def parts(C, probe, info):
-        return [await C.over_limit_outcome(probe)]
+    async def parts(context_probe, probe, info):
+        return [await context_probe.over_limit_outcome(probe)]
 
     _run(request, conformance_ctx, "over the context limit", parts)
 
 
 def test_advertised_matches(request, conformance_ctx):
-    async def parts(C, probe, info):
-        return [await C.advertised_outcome(probe)]
+    async def parts(context_probe, probe, info):
+        return [await context_probe.advertised_outcome(probe)]
 
     _run(request, conformance_ctx, "advertised vs accepted context", parts)
 
 
 def test_usable_agent_context(request, conformance_ctx):
-    async def parts(C, probe, info):
-        return [await C.usable_context_outcome(probe)]
+    async def parts(context_probe, probe, info):
+        return [await context_probe.usable_context_outcome(probe)]
 
     _run(request, conformance_ctx, "usable agent context", parts)

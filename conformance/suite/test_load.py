@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.probes import suite_support as S
+from conformance.probes import suite_support
 
 pytestmark = pytest.mark.load
 
 
 def _concurrency(settings) -> int:
-    n = int(S.option(settings, "concurrency", S.DEFAULT_CONCURRENCY))
+    n = int(suite_support.option(settings, "concurrency", suite_support.DEFAULT_CONCURRENCY))
     if n < 1:
         raise pytest.UsageError(f"--conformance-concurrency must be at least 1, got {n}")
     return n
@@ -29,7 +29,7 @@ def _load(request, ctx, *, ramp: bool, rounds: int, title: str) -> None:
     from conformance.probes.load import concurrency_probe
 
     settings = ctx.settings
-    target = S.target_for(ctx.session, settings, ctx)
+    target = suite_support.target_for(ctx.session, settings, ctx)
     n = _concurrency(settings)
 
     async def once():
@@ -37,7 +37,7 @@ def _load(request, ctx, *, ramp: bool, rounds: int, title: str) -> None:
         print(rep.table())
         return [rep.acceptance(), rep.throughput()]
 
-    S.report(ctx, target, S.run_probe(request, settings, once), title=title)
+    suite_support.report(ctx, target, suite_support.run_probe(request, settings, once), title=title)
 
 
 def test_concurrency_ramp(request, conformance_ctx):
@@ -52,11 +52,11 @@ def test_interference(request, conformance_ctx):
     from conformance.probes.interference import interference_probe
 
     ctx = conformance_ctx
-    target = S.target_for(ctx.session, ctx.settings, ctx)
-    limit = S.option(ctx.settings, "context_limit", None)
+    target = suite_support.target_for(ctx.session, ctx.settings, ctx)
+    limit = suite_support.option(ctx.settings, "context_limit", None)
     n = _concurrency(ctx.settings)
 
     async def once():
         return await interference_probe(target, limit=limit, parallel_long=max(2, min(n, 4)))
 
-    S.report(ctx, target, S.run_probe(request, ctx.settings, once), title="interference")
+    suite_support.report(ctx, target, suite_support.run_probe(request, ctx.settings, once), title="interference")

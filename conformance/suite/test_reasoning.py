@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.probes import suite_support as S
+from conformance.probes import suite_support
 
 pytestmark = pytest.mark.context
 
@@ -21,23 +21,23 @@ pytestmark = pytest.mark.context
 def _outcomes(request, ctx):
     from conformance.probes.reasoning import default_cases, reasoning_probe
 
-    target = S.target_for(ctx.session, ctx.settings, ctx)
+    target = suite_support.target_for(ctx.session, ctx.settings, ctx)
     key = ("reasoning", target.base, target.api, target.model)
     cache = ctx.session.cache
     if key not in cache:
         cases = default_cases(target.api)
-        cache[key] = S.run_probe(request, ctx.settings, lambda: reasoning_probe(target, cases))
+        cache[key] = suite_support.run_probe(request, ctx.settings, lambda: reasoning_probe(target, cases))
     return target, cache[key]
 
 
 def test_answer_before_cap(request, conformance_ctx):
     target, outs = _outcomes(request, conformance_ctx)
-    S.report(conformance_ctx, target, [o for o in outs if o.check_id in ("reasoning.answer_before_cap",
+    suite_support.report(conformance_ctx, target, [o for o in outs if o.check_id in ("reasoning.answer_before_cap",
                                                                           "reasoning.answer_correct")],
              title="reasoning: answer before max_tokens")
 
 
 def test_output_cap(request, conformance_ctx):
     target, outs = _outcomes(request, conformance_ctx)
-    S.report(conformance_ctx, target, [o for o in outs if o.check_id == "reasoning.output_cap"],
+    suite_support.report(conformance_ctx, target, [o for o in outs if o.check_id == "reasoning.output_cap"],
              title="reasoning: output cap")

@@ -49,7 +49,7 @@ def test_capture_through_sdk_and_wire_core(engine_url, req):
     if path.endswith("/messages"):
         import anthropic
 
-        from conformance.wire import anthropic as A
+        from conformance.wire import anthropic as anthropic_wire
 
         c = anthropic.Anthropic(base_url=engine_url, api_key="sk-test", max_retries=0)
         rest = {k: v for k, v in body.items() if k not in ("model", "messages", "max_tokens", "stream")}
@@ -62,13 +62,13 @@ def test_capture_through_sdk_and_wire_core(engine_url, req):
         assert msg.model == body["model"]
         wire = dict(body, stream=True)
         status, _, chunks = post(engine_url, req.url_path, wire)
-        report = A.check_stream(chunks, request=wire)
+        report = anthropic_wire.check_stream(chunks, request=wire)
         assert status == 200 and report.complete and not _errors(report.violations), _errors(report.violations)
         return
     if path.endswith("/chat/completions"):
         import openai
 
-        from conformance.wire import openai as O
+        from conformance.wire import openai as openai_wire
 
         c = openai.OpenAI(base_url=engine_url + "/v1", api_key="sk-test", max_retries=0)
         rest = {k: v for k, v in body.items() if k not in ("model", "messages", "stream", "stream_options")}
@@ -78,7 +78,7 @@ def test_capture_through_sdk_and_wire_core(engine_url, req):
         assert done.choices[0].finish_reason in ("stop", "tool_calls", "length")
         wire = dict(body, stream=True)
         status, _, chunks = post(engine_url, "/v1/chat/completions", wire)
-        report = O.check_stream(chunks, request=wire)
+        report = openai_wire.check_stream(chunks, request=wire)
         assert status == 200 and report.complete and not _errors(report.violations), _errors(report.violations)
         return
     if path.endswith("/responses"):

@@ -162,14 +162,14 @@ def test_tool_choice_ignored_changes_nothing_without_a_forced_choice():
 
 
 def test_error_envelope_wrong():
-    from conformance.wire import anthropic as A
-    from conformance.wire import openai as O
+    from conformance.wire import anthropic as anthropic_wire
+    from conformance.wire import openai as openai_wire
 
     with engine("error-envelope-wrong") as url:
         s, _, c = post(url, "/v1/messages", {"model": "m", "messages": []})
-        assert s == 400 and {v.check_id for v in A.check_error(s, b"".join(c))} == {"anthropic.error.envelope"}
+        assert s == 400 and {v.check_id for v in anthropic_wire.check_error(s, b"".join(c))} == {"anthropic.error.envelope"}
         s, _, c = post(url, "/v1/chat/completions", {"model": "m", "messages": []})
-        assert s == 400 and {v.check_id for v in O.check_error(s, b"".join(c))} == {"openai.error.envelope"}
+        assert s == 400 and {v.check_id for v in openai_wire.check_error(s, b"".join(c))} == {"openai.error.envelope"}
         # successful answers are untouched
         assert post(url, "/v1/messages", dict(A_TEXT, stream=False))[0] == 200
 

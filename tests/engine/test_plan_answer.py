@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 
-from conformance.engine import faults as F
+from conformance.engine import faults as fault_modes
 from conformance.engine import openai_route, responses_route
 from conformance.engine.openai_route import plan_answer
 from conformance.engine.state import EngineConfig, EngineState
@@ -45,7 +45,7 @@ def test_seed_follows_the_body():
 
 def test_wrong_model_fault_names_another_model():
     answer = plan_answer(_state("wrong-model"), {"model": "asked-model", "input": "hi"}, responses_route.parse)
-    assert answer.model == F.WRONG_MODEL_NAME != "asked-model"
+    assert answer.model == fault_modes.WRONG_MODEL_NAME != "asked-model"
 
 
 def test_tool_calls_rendered_with_ids_and_json_arguments():

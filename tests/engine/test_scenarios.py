@@ -50,12 +50,12 @@ def test_scenario_files_valid_against_schema():
 
 def _wire_core_passes(url, api, body):
     """The same turn, sent raw, passes the wire core's stream checks."""
-    from conformance.wire import anthropic as A
-    from conformance.wire import openai as O
+    from conformance.wire import anthropic as anthropic_wire
+    from conformance.wire import openai as openai_wire
 
     path = "/v1/messages" if api == "anthropic" else "/v1/chat/completions"
     status, _, chunks = post(url, path, body)
-    report = (A if api == "anthropic" else O).check_stream(chunks, request=body)
+    report = (anthropic_wire if api == "anthropic" else openai_wire).check_stream(chunks, request=body)
     errors = [str(v) for v in report.violations if v.severity == "error"]
     assert status == 200 and report.complete and not errors, errors
 

@@ -52,16 +52,16 @@ REQUESTS = {
 
 @pytest.mark.parametrize("name", sorted(REQUESTS))
 def test_anthropic_stream_passes_wire_core(engine_url, name):
-    from conformance.wire import anthropic as A
+    from conformance.wire import anthropic as anthropic_wire
 
     body = REQUESTS[name]
     status, headers, chunks = post(engine_url, "/v1/messages?beta=true", body)
     assert status == 200 and headers["content-type"].startswith("text/event-stream")
-    report = A.check_stream(chunks, request=body)
+    report = anthropic_wire.check_stream(chunks, request=body)
     assert report.complete and not _errors(report), [str(v) for v in _errors(report)]
     body2 = dict(body, stream=False)
     status, _, chunks2 = post(engine_url, "/v1/messages", body2)
-    msg, violations = A.check_response(b"".join(chunks2), request=body2)
+    msg, violations = anthropic_wire.check_response(b"".join(chunks2), request=body2)
     assert status == 200 and not _errors(violations), [str(v) for v in violations]
     # stream and non-stream agree on content
     assert [b["type"] for b in report.message["content"]] == [b["type"] for b in msg["content"]]
@@ -70,7 +70,7 @@ def test_anthropic_stream_passes_wire_core(engine_url, name):
 
 @pytest.mark.parametrize("name", ["tool-call", "plain", "stop", "length", "reasoning"])
 def test_openai_stream_passes_wire_core(engine_url, name):
-    from conformance.wire import openai as O
+    from conformance.wire import openai as openai_wire
 
     body = {"tool-call": _o_body(), "plain": _o_body(tools=None),
             "stop": _o_body(messages=[{"role": "user", "content": "hello"}], stop=["five"]),
@@ -79,11 +79,11 @@ def test_openai_stream_passes_wire_core(engine_url, name):
     body = {k: v for k, v in body.items() if v is not None}
     status, _, chunks = post(engine_url, "/v1/chat/completions", body)
     assert status == 200
-    report = O.check_stream(chunks, request=body)
+    report = openai_wire.check_stream(chunks, request=body)
     assert report.complete and not _errors(report), [str(v) for v in _errors(report)]
     nb = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
     status, _, chunks2 = post(engine_url, "/v1/chat/completions", nb)
-    msg, violations = O.check_response(b"".join(chunks2), request=nb)
+    msg, violations = openai_wire.check_response(b"".join(chunks2), request=nb)
     assert status == 200 and not _errors(violations), [str(v) for v in violations]
     expected_finish = {"tool-call": "tool_calls", "plain": "stop", "stop": "stop", "length": "length",
                        "reasoning": "tool_calls"}[name]
@@ -149,14 +149,14 @@ def test_count_tokens_matches_usage(engine_url):
 
 
 def test_thinking_without_signature_refused(engine_url):
-    from conformance.wire import anthropic as A
+    from conformance.wire import anthropic as anthropic_wire
 
     msgs = [{"role": "user", "content": "hi"},
             {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "x"}]},
             {"role": "user", "content": "again"}]
     status, _, chunks = post(engine_url, "/v1/messages", {"model": "m", "max_tokens": 100, "messages": msgs})
     body = b"".join(chunks)
-    assert status == 400 and b"signature" in body and not A.check_error(status, body)
+    assert status == 400 and b"signature" in body and not anthropic_wire.check_error(status, body)
 
 
 @pytest.mark.parametrize("body, needle", [
@@ -167,22 +167,22 @@ def test_thinking_without_signature_refused(engine_url):
     ({"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": [{"type": "bogus"}]}]}, "bogus"),
 ])
 def test_anthropic_invalid_requests(engine_url, body, needle):
-    from conformance.wire import anthropic as A
+    from conformance.wire import anthropic as anthropic_wire
 
     status, _, chunks = post(engine_url, "/v1/messages", body)
     data = b"".join(chunks)
-    assert status == 400 and needle.encode() in data and not A.check_error(status, data)
+    assert status == 400 and needle.encode() in data and not anthropic_wire.check_error(status, data)
     assert json.loads(data)["error"]["type"] == "invalid_request_error"
 
 
 def test_openai_strictness_follows_vllm(engine_url):
-    from conformance.wire import openai as O
+    from conformance.wire import openai as openai_wire
 
     base = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
     for effort in ("none", "minimal", "low", "medium", "high", "xhigh", "max"):
         assert post(engine_url, "/v1/chat/completions", dict(base, reasoning_effort=effort))[0] == 200
     status, _, chunks = post(engine_url, "/v1/chat/completions", dict(base, reasoning_effort="extreme"))
-    assert status == 400 and not O.check_error(status, b"".join(chunks))
+    assert status == 400 and not openai_wire.check_error(status, b"".join(chunks))
     status, _, chunks = post(engine_url, "/v1/chat/completions", dict(base, messages=[
         {"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "call_x", "content": "r"}]))
     assert status == 400 and b"call_x" in b"".join(chunks)
@@ -225,15 +225,15 @@ def test_received_log_redacts_secrets(engine_url):
 
 
 def test_robustness_bad_bodies_do_not_kill_the_server(engine_url):
-    from conformance.wire import anthropic as A
-    from conformance.wire import openai as O
+    from conformance.wire import anthropic as anthropic_wire
+    from conformance.wire import openai as openai_wire
 
     s, _, c = post(engine_url, "/v1/messages", None, raw=b'{"model": "m", "max_tok')
-    assert s == 400 and not A.check_error(s, b"".join(c))
+    assert s == 400 and not anthropic_wire.check_error(s, b"".join(c))
     s, _, c = post(engine_url, "/v1/chat/completions", None, raw=b"[1,2")
-    assert s == 400 and not O.check_error(s, b"".join(c))
+    assert s == 400 and not openai_wire.check_error(s, b"".join(c))
     s, _, c = post(engine_url, "/v1/messages", None, raw=b"{}", headers={"content-type": "text/plain", "x-api-key": "k"})
-    assert s == 400 and not A.check_error(s, b"".join(c))
+    assert s == 400 and not anthropic_wire.check_error(s, b"".join(c))
     big = b'{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"' + b"a" * (33 * 1024 * 1024) + b'"}]}'
     s, _, c = post(engine_url, "/v1/messages", None, raw=big)
     assert s == 413 and json.loads(b"".join(c))["error"]["type"] == "request_too_large"

@@ -7,20 +7,20 @@ import time
 
 import pytest
 
-from conformance.probes import context as C
+from conformance.probes import context as context_probe
 from conformance.probes.common import TokenCounter, run_sync
 
 FRACTIONS = (0.5, 0.99)  # fewer lengths than the default keep the self-tests fast
 
 
-async def _all(t, fractions=FRACTIONS, depths=C.DEPTHS):
-    info = await C.discover_limit(t)
-    probe = C.ContextProbe(t, info, refuse_within=5.0)
+async def _all(t, fractions=FRACTIONS, depths=context_probe.DEPTHS):
+    info = await context_probe.discover_limit(t)
+    probe = context_probe.ContextProbe(t, info, refuse_within=5.0)
     points = await probe.needle_sweep(fractions, depths)
-    out = C.needle_outcomes(points, info)
-    out.append(await C.over_limit_outcome(probe))
-    out.append(await C.advertised_outcome(probe))
-    out.append(await C.usable_context_outcome(probe))
+    out = context_probe.needle_outcomes(points, info)
+    out.append(await context_probe.over_limit_outcome(probe))
+    out.append(await context_probe.advertised_outcome(probe))
+    out.append(await context_probe.usable_context_outcome(probe))
     return info, points, {o.check_id: o for o in out}
 
 
@@ -31,7 +31,7 @@ def test_conformant_engine_passes_every_context_check_with_lengths_from_its_coun
     assert {k: o.outcome for k, o in out.items()} == {
         "context.needle_recall": "info", "context.needle_depth0": "passed", "context.over_limit_refused": "passed",
         "context.advertised_matches": "passed", "context.usable_agent_context": "info"}
-    assert len(points) == len(FRACTIONS) * len(C.DEPTHS) and all(p.outcome == "hit" for p in points)
+    assert len(points) == len(FRACTIONS) * len(context_probe.DEPTHS) and all(p.outcome == "hit" for p in points)
     for p in points:  # within ±2% of the intended fraction, never over the limit
         assert abs(p.counted - p.intended) <= 0.02 * p.intended, p.row()
         assert abs(p.counted - p.fraction * 4096) <= 0.02 * p.fraction * 4096, p.row()
@@ -67,9 +67,9 @@ def test_advertised_context_wrong_fails_advertised_matches_only(engine, make_tar
 
 def test_an_option_limit_wins_over_the_advertised_one(engine, make_target):
     t = make_target(engine())
-    info = run_sync(C.discover_limit(t, 2000))
+    info = run_sync(context_probe.discover_limit(t, 2000))
     assert info.limit == 2000 and info.advertised == 4096
-    o = run_sync(C.over_limit_outcome(C.ContextProbe(t, info)))
+    o = run_sync(context_probe.over_limit_outcome(context_probe.ContextProbe(t, info)))
     # 2200 tokens are over the option's limit but within the engine's: reported, not a truncation claim
     assert o.outcome == "unverifiable" and "not the one enforced" in o.message
 
@@ -77,9 +77,9 @@ def test_an_option_limit_wins_over_the_advertised_one(engine, make_target):
 def test_hang_over_the_limit_fails_on_time(spawned, make_target):
     ep = spawned("hang")
     t = make_target(ep.url, process=ep, first_content=1.0, total=2.0)
-    info = run_sync(C.discover_limit(t))
+    info = run_sync(context_probe.discover_limit(t))
     t0 = time.monotonic()
-    o = run_sync(C.over_limit_outcome(C.ContextProbe(t, info, refuse_within=0.5)))
+    o = run_sync(context_probe.over_limit_outcome(context_probe.ContextProbe(t, info, refuse_within=0.5)))
     assert o.outcome == "failed" and "the target hung" in o.message
     assert time.monotonic() - t0 < 8
 
@@ -87,8 +87,8 @@ def test_hang_over_the_limit_fails_on_time(spawned, make_target):
 def test_lengths_come_from_usage_when_count_tokens_is_missing(engine, make_target):
     t = make_target(engine("count-tokens-missing"))
     counter = TokenCounter(t)
-    info = run_sync(C.discover_limit(t))
-    probe = C.ContextProbe(t, info, counter=counter)
+    info = run_sync(context_probe.discover_limit(t))
+    probe = context_probe.ContextProbe(t, info, counter=counter)
     points = run_sync(probe.needle_sweep((0.9,), (0.0,)))
     assert counter.method == "usage" and "count_tokens" in counter.tried
     assert points[0].outcome == "hit" and abs(points[0].counted - 0.9 * 4096) <= 0.02 * 0.9 * 4096
@@ -97,18 +97,18 @@ def test_lengths_come_from_usage_when_count_tokens_is_missing(engine, make_targe
 @pytest.mark.parametrize("api", ["openai"])
 def test_openai_wire_needle_and_refusal(engine, make_target, api):
     t = make_target(engine(), api=api)
-    info = run_sync(C.discover_limit(t))
-    probe = C.ContextProbe(t, info)
+    info = run_sync(context_probe.discover_limit(t))
+    probe = context_probe.ContextProbe(t, info)
     points = run_sync(probe.needle_sweep((0.99,), (0.0, 1.0)))
     assert [p.outcome for p in points] == ["hit", "hit"]
-    assert run_sync(C.over_limit_outcome(probe)).outcome == "passed"
+    assert run_sync(context_probe.over_limit_outcome(probe)).outcome == "passed"
 
 
 def test_truncating_target_without_count_tokens_is_sized_by_extrapolation(engine, make_target):
     # usage is the only count, and above the limit it is the truncated one: the probe must not chase it
     t = make_target(engine("over-limit-not-refused", "count-tokens-missing"))
-    info = run_sync(C.discover_limit(t))
-    o = run_sync(C.over_limit_outcome(C.ContextProbe(t, info)))
+    info = run_sync(context_probe.discover_limit(t))
+    o = run_sync(context_probe.over_limit_outcome(context_probe.ContextProbe(t, info)))
     assert o.outcome == "failed" and "silently truncated" in o.message
     assert o.details["tokens_extrapolated"] is True and "about" in o.message
     assert o.details["sent_tokens"] > 4096

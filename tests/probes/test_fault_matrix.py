@@ -13,7 +13,7 @@ import pytest
 
 from conformance.engine.launch import serve_engine_in_thread, spawn_engine
 from conformance.net.transport import Deadlines
-from conformance.probes import context as C
+from conformance.probes import context as context_probe
 from conformance.probes.common import Target, run_sync
 from conformance.probes.interference import interference_probe
 from conformance.probes.load import capture_items, concurrency_probe, loop_items
@@ -40,11 +40,11 @@ async def _load(t):
 
 
 async def _context(t):
-    info = await C.discover_limit(t)
-    probe = C.ContextProbe(t, info, refuse_within=2.0)
-    out = C.needle_outcomes(await probe.needle_sweep((0.99,), (0.0, 0.5)), info)
-    out.append(await C.over_limit_outcome(probe))
-    out.append(await C.advertised_outcome(probe))
+    info = await context_probe.discover_limit(t)
+    probe = context_probe.ContextProbe(t, info, refuse_within=2.0)
+    out = context_probe.needle_outcomes(await probe.needle_sweep((0.99,), (0.0, 0.5)), info)
+    out.append(await context_probe.over_limit_outcome(probe))
+    out.append(await context_probe.advertised_outcome(probe))
     return out
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from conformance.core import registry
 from conformance.net.transport import RawExchange
-from conformance.probes import repeat as R
+from conformance.probes import repeat as repeat_probe
 from conformance.probes.common import ProbeOutcome, Target, percentile, salt_body
 from conformance.probes.context import NEEDLE_STATEMENT, haystack, needle_phrase, needle_text
 from conformance.probes.load import classify, ramp_levels
@@ -77,12 +77,12 @@ def _o(outcome, msg="m"):
 
 
 def test_repeat_passes_only_if_every_run_passes_and_reports_flaky_counts():
-    assert R.fold("load.concurrency_acceptance", [_o("passed")] * 3).outcome == "passed"
-    flaky = R.fold("load.concurrency_acceptance", [_o("passed"), _o("failed", "broke at 4"), _o("passed")])
+    assert repeat_probe.fold("load.concurrency_acceptance", [_o("passed")] * 3).outcome == "passed"
+    flaky = repeat_probe.fold("load.concurrency_acceptance", [_o("passed"), _o("failed", "broke at 4"), _o("passed")])
     assert flaky.outcome == "failed"
     assert flaky.message.startswith("flaky: failed 1 of 3 runs, passed 2")
     assert flaky.details["flaky"] is True and flaky.details["failed_runs"] == 1
-    solid = R.fold("load.concurrency_acceptance", [_o("failed")] * 2)
+    solid = repeat_probe.fold("load.concurrency_acceptance", [_o("failed")] * 2)
     assert solid.outcome == "failed" and "all 2 runs" in solid.message
 
 
@@ -95,7 +95,7 @@ def test_repeat_runs_k_times():
 
     from conformance.probes.common import run_sync
 
-    out = run_sync(R.repeat(3, run))
+    out = run_sync(repeat_probe.repeat(3, run))
     assert len(calls) == 3 and out[0].outcome == "passed" and out[0].details["repeat"] == 3
 
 
@@ -110,12 +110,12 @@ class _Config:
 
 
 def test_repeat_refuses_rerun_plugins():
-    assert R.rerun_conflict(_Config()) is None
-    assert R.rerun_conflict(_Config(reruns=0)) is None
-    assert "--reruns" in R.rerun_conflict(_Config(reruns=2))
-    R.refuse_rerun_plugins(_Config(reruns=2), 1)  # no repeat: nothing to hide
+    assert repeat_probe.rerun_conflict(_Config()) is None
+    assert repeat_probe.rerun_conflict(_Config(reruns=0)) is None
+    assert "--reruns" in repeat_probe.rerun_conflict(_Config(reruns=2))
+    repeat_probe.refuse_rerun_plugins(_Config(reruns=2), 1)  # no repeat: nothing to hide
     with pytest.raises(pytest.UsageError, match="hides exactly the flakiness"):
-        R.refuse_rerun_plugins(_Config(reruns=2), 3)
+        repeat_probe.refuse_rerun_plugins(_Config(reruns=2), 3)
 
 
 def test_probe_readers_keep_their_vocabulary():
