@@ -3,10 +3,12 @@
 Rules:
 - A Dialect owns what other modules used to ask with `api == "..."`: the generation and
   count_tokens paths, how the key is sent (x-api-key or a bearer token), the content-started
-  predicate, the stop vocabulary (natural / final / tool / the output cap / every cut reason,
-  and the map from this wire's stop reasons to the Anthropic vocabulary), and readers of an
-  accumulated message (answer text, thinking, tool calls as one `ToolCall`, stop reason, usage)
-  and of a request (offered tools, the output cap, tool_choice).
+  predicate and which stream events deliver content, the stop vocabulary (natural / final /
+  tool / the output cap / every cut reason, and the map from this wire's stop reasons to the
+  Anthropic stops a faithful translation may carry), where stop sequences go in a request and
+  where a message names the one that matched, and readers of an accumulated message (answer
+  text, thinking, tool calls as one `ToolCall`, stop reason, usage) and of a request (offered
+  tools, the output cap, tool_choice).
 - Only this module (and the wire modules it fronts) may compare against a wire's name; the rest
   of the judge asks `dialect(api)`. A new wire is one wire module plus one entry in DIALECTS.
 - Readers never raise on a target's data: a missing or mistyped field reads as empty / None.
@@ -48,6 +50,9 @@ class StopVocabulary:
     caps: frozenset[str]  # the cuts that end a turn before a forced call could come (caps only)
     forced_tool: tuple[str, ...] = ()  # further stops a turn forced to call a tool may end with
     to_anthropic: dict[str, str] = field(default_factory=dict)  # this wire's reason -> Anthropic's
+    # Further Anthropic stops a faithful translation of a reason may carry (one reason here can be
+    # two there: chat's `stop` is both a natural end and a matched stop sequence).
+    to_anthropic_also: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def _get(obj: Any, key: str, default: Any = None) -> Any:
@@ -82,6 +87,8 @@ class Dialect:
     output_tokens_key: str
     input_tokens_key: str
     cap_keys: tuple[str, ...]  # request keys of the output cap, first present wins
+    stop_sequences_key: str  # request key of the stop sequences
+    matched_stop_key: str | None  # message key naming the stop sequence that ended the turn (None: not told)
 
     # ---- the wire module -------------------------------------------------------------------
     @property
@@ -124,6 +131,14 @@ class Dialect:
         reason = self.stop_reason(message)
         return reason if isinstance(reason, str) and reason in self.stops.cut else None
 
+    def anthropic_stops(self, reason: Any) -> frozenset[str]:
+        """Every Anthropic stop reason a faithful translation of this wire's `reason` may carry
+        (`to_anthropic` and `to_anthropic_also`); empty for a reason the map does not know (on
+        Anthropic itself: nothing is translated)."""
+        if not isinstance(reason, str) or reason not in self.stops.to_anthropic:
+            return frozenset()
+        return frozenset({self.stops.to_anthropic[reason], *self.stops.to_anthropic_also.get(reason, ())})
+
     def describe_cut(self, reason: str) -> str:
         """'cut by the output cap (finish_reason 'length')' and the like, for messages."""
         if reason in ("length", "max_tokens"):
@@ -141,6 +156,10 @@ class Dialect:
     def thinking(self, message: Any) -> str:
         raise NotImplementedError
 
+    def thinking_blocks(self, message: Any) -> list[tuple[str, str | None]]:
+        """(text, signature) of each piece of thinking, in order (a wire without signatures: None)."""
+        raise NotImplementedError
+
     def tool_calls(self, message: Any, unparsed_input: dict[str, str] | None = None) -> list[ToolCall]:
         raise NotImplementedError
 
@@ -154,6 +173,11 @@ class Dialect:
 
     def input_tokens(self, usage: dict | None) -> int | None:
         return _int((usage or {}).get(self.input_tokens_key)) if isinstance(usage, dict) else None
+
+    def delivers_content(self, event: Any) -> bool:
+        """Does one decoded stream event carry generated content (text, tool input, thinking)?
+        What a delivery-timing judge counts; cheaper and narrower than `content_started`."""
+        raise NotImplementedError
 
     # ---- readers of a request --------------------------------------------------------------
     def offered_tools(self, request: dict | None) -> dict[str, dict | None]:
@@ -196,6 +220,15 @@ class AnthropicDialect(Dialect):
             return ""
         return "".join(_get(b, "thinking") or "" for b in _get(message, "content") or []
                        if _get(b, "type") == "thinking")
+
+    def thinking_blocks(self, message: Any) -> list[tuple[str, str | None]]:
+        if not message:
+            return []
+        return [(str(_get(b, "thinking") or ""), _get(b, "signature")) for b in _get(message, "content") or []
+                if _get(b, "type") == "thinking"]
+
+    def delivers_content(self, event: Any) -> bool:
+        return _get(event, "event") in ("content_block_delta", "content_block_start")
 
     def tool_calls(self, message: Any, unparsed_input: dict[str, str] | None = None) -> list[ToolCall]:
         """`tool_use` blocks. `unparsed_input` (streams): pointer of a tool block's input -> its
@@ -257,6 +290,15 @@ class ChatDialect(Dialect):
         if not message:
             return ""
         return _get(message, "reasoning_content") or _get(message, "reasoning") or ""
+
+    def thinking_blocks(self, message: Any) -> list[tuple[str, str | None]]:
+        reasoning = self.thinking(message)
+        return [(str(reasoning), None)] if reasoning else []
+
+    def delivers_content(self, event: Any) -> bool:
+        data = _get(event, "data") or ""
+        return data.strip() != "[DONE]" and '"delta"' in data and (
+            '"content":"' in data.replace(" ", "") or "tool_calls" in data or "reasoning" in data)
 
     def tool_calls(self, message: Any, unparsed_input: dict[str, str] | None = None) -> list[ToolCall]:
         """`tool_calls` with `function.arguments` as a JSON string (an object is read, and named
@@ -324,6 +366,8 @@ ANTHROPIC = AnthropicDialect(
     output_tokens_key="output_tokens",
     input_tokens_key="input_tokens",
     cap_keys=("max_tokens",),
+    stop_sequences_key="stop_sequences",
+    matched_stop_key="stop_sequence",
 )
 OPENAI = ChatDialect(
     name="openai",
@@ -339,10 +383,14 @@ OPENAI = ChatDialect(
         forced_tool=("stop",),  # a named tool_choice may finish with stop on this wire (FAULTS.md valid variations)
         to_anthropic={"length": "max_tokens", "stop": "end_turn", "tool_calls": "tool_use",
                       "function_call": "tool_use", "content_filter": "refusal"},
+        # `stop` is also a matched stop sequence; a filtered answer may reach Anthropic as a plain end.
+        to_anthropic_also={"stop": ("stop_sequence",), "content_filter": ("end_turn",)},
     ),
     output_tokens_key="completion_tokens",
     input_tokens_key="prompt_tokens",
     cap_keys=("max_completion_tokens", "max_tokens"),
+    stop_sequences_key="stop",
+    matched_stop_key=None,
 )
 
 DIALECTS: dict[str, Dialect] = {d.name: d for d in (ANTHROPIC, OPENAI)}
