@@ -89,6 +89,7 @@ class Dialect:
     cap_keys: tuple[str, ...]  # request keys of the output cap, first present wins
     stop_sequences_key: str  # request key of the stop sequences
     matched_stop_key: str | None  # message key naming the stop sequence that ended the turn (None: not told)
+    cached_input_keys: tuple[str, ...] = ()  # usage keys of prompt tokens counted apart from input_tokens_key
 
     # ---- the wire module -------------------------------------------------------------------
     @property
@@ -368,6 +369,7 @@ ANTHROPIC = AnthropicDialect(
     cap_keys=("max_tokens",),
     stop_sequences_key="stop_sequences",
     matched_stop_key="stop_sequence",
+    cached_input_keys=("cache_read_input_tokens", "cache_creation_input_tokens"),  # prompt_tokens includes its cached part
 )
 OPENAI = ChatDialect(
     name="openai",
