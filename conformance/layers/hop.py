@@ -192,6 +192,8 @@ def accumulate(raw: RawExchange, request: dict, api: str) -> dict | None:
 
 @dataclass
 class TranslationReport:
+    """What the translation rules found on one hop: check id -> violations, and why a part was not judged."""
+
     by_check: dict[str, list[Violation]] = field(default_factory=dict)
     engine_path: str = ""
     engine_request: dict | None = None
@@ -319,7 +321,7 @@ _REMINDER = "<system-reminder>Mid-conversation system entry: keep answers short.
 
 
 def probe_requests(model: str, *, injection: bool = False) -> dict[str, dict]:
-    """Claude-Code-shaped Anthropic requests that exercise every translation check.
+    """Claude-Code-shaped Anthropic requests that exercise every translation rule (`translation.*`).
 
     `turn1`: adaptive thinking + effort xhigh + context_management, system blocks with
     cache_control, a `role: system` entry, tools, stream. `turn2`: the history of turn 1 sent back
