@@ -20,6 +20,9 @@ Rules:
   and the rows of SYMPTOMS join rules that are the same failure on the two wires. Across
   dialects (a translating router), wire-shape symptoms the router shows on top of a shared
   failure are the router relaying the engine's broken output (WIRE_CONSEQUENCES), not a 2nd bug.
+- The replay forms a client's request has are asked of the two wires the minimal translation
+  joins (`minimal.SOURCE` Anthropic -> `minimal.TARGET` OpenAI chat): a request on the source
+  wire has all three; any other request is replayed as it was, on the target wire.
 - A forwarded body the engine *refuses* is replayed once more in the client's own form: when the
   engine accepts that, the router's translation broke the request -> `router`.
 - The Attribution carries both sides' evidence (violations, status, error text, the first bytes
