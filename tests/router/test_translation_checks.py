@@ -163,3 +163,34 @@ def test_find_forwarded_tells_the_turns_of_one_loop_apart():
     later_turn1 = dict(entries[0], seq=3)
     assert find_forwarded(entries + [later_turn1], turn2)["seq"] == 1  # the newer turn-1 request is not it
     assert find_forwarded(entries, turn1, since=2) is None
+
+
+def test_a_finish_reason_may_reach_the_client_as_any_stop_its_dialect_allows():
+    """chat `stop` -> end_turn or stop_sequence, content_filter -> refusal or end_turn, length ->
+    max_tokens only; a finish reason no Dialect maps is not judged; a pass-through keeps its stop."""
+    def stop_reason_errors(finish, seen, api="openai"):
+        engine_msg = {"content": "done", "finish_reason": finish} if api == "openai" else \
+            {"content": [{"type": "text", "text": "done"}], "stop_reason": finish}
+        client_msg = {"content": [{"type": "text", "text": "done"}], "stop_reason": seen}
+        hop = translation_checks.Hop(CLIENT, _faithful_engine_request(), api, engine_msg, client_msg)
+        return [v for v in translation_checks.check_stop_reason(hop) if v.is_error]
+
+    for finish, seen in (("stop", "end_turn"), ("stop", "stop_sequence"), ("length", "max_tokens"),
+                         ("content_filter", "refusal"), ("content_filter", "end_turn"), ("unheard_of", "end_turn")):
+        assert stop_reason_errors(finish, seen) == [], (finish, seen)
+    for finish, seen in (("stop", "max_tokens"), ("length", "end_turn"), ("content_filter", "max_tokens")):
+        assert stop_reason_errors(finish, seen), (finish, seen)
+    assert stop_reason_errors("end_turn", "end_turn", "anthropic") == []
+    assert stop_reason_errors("max_tokens", "end_turn", "anthropic")
+
+
+def test_the_engine_wire_of_a_hop_is_told_by_its_path():
+    from conformance.layers.hop import dialect_of, judge_api
+
+    for path, wire, judged_as in (("/v1/messages", "anthropic", "anthropic"),
+                                  ("/anthropic/v1/messages/count_tokens?beta=true", "anthropic", "anthropic"),
+                                  ("/messages/", "anthropic", "anthropic"),
+                                  ("/v1/chat/completions", "openai", "openai"),
+                                  ("/openai/v1/responses", "responses", "openai"),
+                                  ("/v1/models", "openai", "openai")):
+        assert (dialect_of(path), judge_api(path)) == (wire, judged_as), path
