@@ -369,7 +369,8 @@ ANTHROPIC = AnthropicDialect(
     cap_keys=("max_tokens",),
     stop_sequences_key="stop_sequences",
     matched_stop_key="stop_sequence",
-    cached_input_keys=("cache_read_input_tokens", "cache_creation_input_tokens"),  # prompt_tokens includes its cached part
+    # Cached prompt tokens are counted apart here (OpenAI's prompt_tokens includes its cached part).
+    cached_input_keys=("cache_read_input_tokens", "cache_creation_input_tokens"),
 )
 OPENAI = ChatDialect(
     name="openai",
