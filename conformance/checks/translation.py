@@ -1,10 +1,21 @@
-"""Translation checks (`translation.*`): what a router changed between the client and the engine.
+"""The translation rules (`translation.*` checks): what a router changed between the client and the engine.
+
+(This module is the rules; `conformance.layers.hop` builds the hop they judge; the public test
+module `conformance.suite.test_translation` runs them through a router.)
 
 Rules:
-- Inputs are a `Hop` (conformance.layers.hop builds it): the Anthropic body the client sent,
-  the body that reached the engine (its dialect: `openai` chat completions or `anthropic`
-  pass-through), the engine's answer (accumulated message; `exact` when it is the recorded answer
-  of that very request, not a replayed sample) and the accumulated message the client got.
+- Inputs are a `Hop`: the Anthropic body the client sent, the body that reached the engine, the
+  engine's answer (accumulated message; `exact` when it is the recorded answer of that very
+  request, not a replayed sample) and the accumulated message the client got.
+- The engine's wire (`Hop.engine_api`) is a Dialect name — `openai` (the router translated to
+  chat completions) or `anthropic` (pass-through) — or `responses` (RESPONSES_API: the OpenAI
+  Responses API, which has no Dialect; only its request is read, as chat where the fields agree).
+  Answers are read through the Dialect (`conformance.wire.dialect`): tool calls, thinking, stop
+  reason, usage keys; the client side is always Anthropic (CLIENT). What differs between a
+  pass-through and a translation is asked once, `Hop.pass_through`.
+- A finish reason reaches the client correctly when its stop is one of the Anthropic stops the
+  engine's Dialect says a faithful translation may carry (`Dialect.anthropic_stops`: chat `stop`
+  -> end_turn or stop_sequence); on a pass-through it must arrive unchanged.
 - Severity follows what the agent needs, not what changed:
   * error — the agent loses something it depends on: a message, a `role: system` entry, a tool or
     its schema, tool-result pairing, a stop sequence, the tool_use stop reason, usage, thinking the
@@ -14,7 +25,7 @@ Rules:
   * info — lost *by construction* of the Anthropic -> OpenAI-chat path (signatures,
     cache_control, context_management) and every parameter mapping, worded exactly
     ("output_config.effort xhigh -> reasoning_effort high"). The report lists these as "lost".
-- Facts about real routers (see conformance/router/translate.py for citations): LiteLLM and
+- Facts about real routers (the reference router's translation, conformance.router.translate, cites them): LiteLLM and
   claude-code-router both drop `role: system` entries inside messages; LiteLLM maps adaptive
   thinking + effort to `reasoning_effort` = the effort verbatim and keeps cache_control only for
   Claude upstreams; claude-code-router drops assistant thinking and JSON-stringifies list tool
@@ -29,6 +40,7 @@ from typing import Any
 
 from conformance.core.failures import Violation
 from conformance.core.registry import register, violation
+from conformance.wire.dialect import DIALECTS, Dialect, dialect
 
 _ROUTER = "the router between client and engine"
 
@@ -91,21 +103,43 @@ INJECTION = register(
 
 ALL_IDS = (MESSAGES, TOOLS, PAIRING, TOOL_IDS, THINKING, CACHE, STOPS, STOP_REASON, USAGE, PARAMS, INJECTION)
 
-TOOL_FINISH = {"tool_calls", "function_call", "tool_use"}
-FINISH_MAP = {"stop": {"end_turn", "stop_sequence"}, "length": {"max_tokens"}, "tool_calls": {"tool_use"},
-              "function_call": {"tool_use"}, "content_filter": {"refusal", "end_turn"}}
+CLIENT = dialect("anthropic")  # the client side of every hop: an Anthropic client through the router
+RESPONSES_API = "responses"  # the OpenAI Responses API as an engine wire: no Dialect, its answers are not judged
+
+# Every wire's words for "the turn hands tool calls to the client" (a router may relay any of them).
+TOOL_FINISH = frozenset(s for d in DIALECTS.values() for s in d.stops.tool) | frozenset(
+    r for d in DIALECTS.values() for r, a in d.stops.to_anthropic.items() if a in CLIENT.stops.tool)
 
 
 @dataclass
 class Hop:
     client_request: dict
     engine_request: dict | None
-    engine_api: str = "openai"  # dialect of engine_request / engine_response
-    engine_response: dict | None = None
+    engine_api: str = "openai"  # the engine's wire: a Dialect name or RESPONSES_API (module rules)
+    engine_response: dict | None = None  # accumulated message on the engine's wire (None on RESPONSES_API)
     client_response: dict | None = None  # accumulated Anthropic message
     exact: bool = True  # engine_response is the recorded answer to engine_request (not a replay)
     route: str | None = None  # the router's route name, when it tells (x-router-route)
     injection_probe: bool = False
+
+    @property
+    def responses_api(self) -> bool:
+        return self.engine_api == RESPONSES_API  # dialect-name: the Responses API is a wire without a Dialect
+
+    @property
+    def engine_dialect(self) -> Dialect | None:
+        """The Dialect of the engine's wire; None on the Responses API."""
+        return None if self.responses_api else dialect(self.engine_api)
+
+    @property
+    def request_dialect(self) -> Dialect:
+        """The Dialect the engine request's shared fields are read with (a Responses request: as chat's)."""
+        return dialect("openai") if self.responses_api else dialect(self.engine_api)
+
+    @property
+    def pass_through(self) -> bool:
+        """The engine got the client's own wire: what the client sent must arrive verbatim."""
+        return self.engine_dialect is CLIENT
 
 
 @dataclass
@@ -235,9 +269,9 @@ def responses_turns(body: dict) -> list[Turn]:
 
 def engine_turns(hop: Hop) -> list[Turn]:
     body = hop.engine_request or {}
-    if hop.engine_api == "responses":
+    if hop.responses_api:
         return responses_turns(body)
-    return openai_turns(body) if hop.engine_api == "openai" else anthropic_turns(body)
+    return anthropic_turns(body) if hop.pass_through else openai_turns(body)
 
 
 def _clip(s: str, n: int = 80) -> str:
@@ -312,13 +346,14 @@ def _engine_tools(hop: Hop) -> dict[str, Any]:
     for t in body.get("tools") or []:
         if not isinstance(t, dict):
             continue
-        if hop.engine_api == "openai":
-            fn = t.get("function") or {}
-            out[str(fn.get("name", ""))] = fn.get("parameters")
-        elif hop.engine_api == "responses":
+        # Exact names, unnamed tools included (an empty name is evidence too): not Dialect.offered_tools.
+        if hop.pass_through:
+            out[str(t.get("name", ""))] = t.get("input_schema")
+        elif hop.responses_api:
             out[str(t.get("name", ""))] = t.get("parameters")
         else:
-            out[str(t.get("name", ""))] = t.get("input_schema")
+            fn = t.get("function") or {}
+            out[str(fn.get("name", ""))] = fn.get("parameters")
     return out
 
 
@@ -347,7 +382,7 @@ def check_tools(hop: Hop) -> list[Violation]:
     if isinstance(choice, dict) and hop.engine_request is not None and hop.client_request.get("tools"):
         sent = (hop.engine_request or {}).get("tool_choice")
         kind = choice.get("type")
-        if hop.engine_api in ("openai", "responses"):
+        if not hop.pass_through:
             named = (sent.get("function") or {}).get("name", sent.get("name")) if isinstance(sent, dict) else None
             ok = {
                 "auto": sent in (None, "auto"),
@@ -426,9 +461,9 @@ def check_tool_ids(hop: Hop) -> list[Violation]:
                                      expected=rid, seen=sorted(engine_result_ids)[:6], pointer=f"/messages/{t.index}"))
     # Response side: the engine's call ids reach the client (only an exact recording can tell).
     if hop.exact and hop.engine_response is not None and hop.client_response is not None:
-        eng = _response_calls(hop.engine_response, hop.engine_api)
-        cli = _response_calls(hop.client_response, "anthropic")
-        for (eid, ename), (cid, _) in zip(eng, cli, strict=False):
+        eng = _engine_calls(hop)
+        cli = CLIENT.tool_calls(hop.client_response)
+        for (eid, ename), cid in zip(((e.id, e.name) for e in eng), (c.id for c in cli), strict=False):
             if eid and cid and eid != cid:
                 normalised = "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in eid)
                 if normalised == cid:
@@ -452,7 +487,7 @@ def check_thinking(hop: Hop) -> list[Violation]:
         got = [x for x in (there.thinking if there else [])]
         for text, sig in t.thinking:
             match = next((g for g in got if g[0] == text), None)
-            if hop.engine_api == "anthropic":
+            if hop.pass_through:
                 if match is None:
                     out.append(violation(THINKING, "a thinking block the client sent back never reached the engine",
                                          expected=_clip(text), seen="absent", pointer=f"/messages/{t.index}"))
@@ -469,8 +504,8 @@ def check_thinking(hop: Hop) -> list[Violation]:
                                          "Anthropic's API is rejected)", severity="info", pointer=f"/messages/{t.index}"))
     # Response side: reasoning the engine produced reaches the client.
     if hop.engine_response is not None and hop.client_response is not None:
-        eng = _response_thinking(hop.engine_response, hop.engine_api)
-        cli = _response_thinking(hop.client_response, "anthropic")
+        eng = _engine_thinking(hop)
+        cli = CLIENT.thinking_blocks(hop.client_response)
         if eng and not cli:
             out.append(violation(THINKING, "the engine's reasoning never reached the client (no thinking block)",
                                  expected=_clip(eng[0][0]), seen="no thinking block"))
@@ -478,7 +513,7 @@ def check_thinking(hop: Hop) -> list[Violation]:
             if "".join(x[0] for x in eng) != "".join(x[0] for x in cli):
                 out.append(violation(THINKING, "the engine's reasoning reached the client altered",
                                      expected=_clip("".join(x[0] for x in eng)), seen=_clip("".join(x[0] for x in cli))))
-            if hop.engine_api == "anthropic":
+            if hop.pass_through:
                 for (_, es), (_, cs) in zip(eng, cli, strict=False):
                     if (es or "") != (cs or ""):
                         out.append(violation(THINKING, "the engine's thinking signature reached the client altered",
@@ -505,7 +540,7 @@ def check_cache_control(hop: Hop) -> list[Violation]:
     if not sent or hop.engine_request is None:
         return []
     arrived = _count_cache_control(hop.engine_request)
-    if hop.engine_api == "anthropic":
+    if hop.pass_through:
         missing = [p for p in sent if p not in arrived]
         if missing:
             return [violation(CACHE, f"{len(missing)} of {len(sent)} cache_control markers were stripped before the engine",
@@ -522,7 +557,7 @@ def check_stop_sequences(hop: Hop) -> list[Violation]:
     if not want or hop.engine_request is None:
         return []
     body = hop.engine_request
-    got = body.get("stop_sequences") if hop.engine_api == "anthropic" else body.get("stop")
+    got = body.get(hop.request_dialect.stop_sequences_key)
     got = [got] if isinstance(got, str) else list(got or [])
     missing = [s for s in want if s not in got]
     if missing:
@@ -535,7 +570,7 @@ def check_params(hop: Hop) -> list[Violation]:
     """Every parameter mapping, as info lines (never an error: the agent keeps working)."""
     c, e = hop.client_request, hop.engine_request or {}
     lines: list[str] = []
-    if hop.engine_api in ("openai", "responses"):
+    if not hop.pass_through:
         effort = (c.get("output_config") or {}).get("effort") if isinstance(c.get("output_config"), dict) else None
         thinking = c.get("thinking") if isinstance(c.get("thinking"), dict) else None
         sent, field_name = e.get("reasoning_effort"), "reasoning_effort"
@@ -562,7 +597,7 @@ def check_params(hop: Hop) -> list[Violation]:
             got = e.get("max_tokens", e.get("max_completion_tokens", e.get("max_output_tokens")))
             if got != c["max_tokens"]:
                 lines.append(f"max_tokens {c['max_tokens']} -> {got if got is not None else 'dropped'}")
-        if c.get("stream") and hop.engine_api == "openai":
+        if c.get("stream") and not hop.responses_api:  # stream_options is chat completions' field
             so = e.get("stream_options") or {}
             lines.append("stream -> stream" + (" + stream_options.include_usage" if so.get("include_usage") else " (usage not requested)"))
     else:
@@ -575,53 +610,58 @@ def check_params(hop: Hop) -> list[Violation]:
 
 # ---------------------------------------------------------------------------- response side
 
-def _response_calls(msg: dict, api: str) -> list[tuple[str, str]]:
-    if api == "openai":
-        return [(str(c.get("id") or ""), str((c.get("function") or {}).get("name", ""))) for c in msg.get("tool_calls") or []]
-    return [(str(b.get("id") or ""), str(b.get("name", ""))) for b in msg.get("content") or [] if isinstance(b, dict) and b.get("type") == "tool_use"]
+def _engine_calls(hop: Hop) -> list:
+    """The engine answer's tool calls (none without an answer or a Dialect to read it)."""
+    d = hop.engine_dialect
+    return d.tool_calls(hop.engine_response) if d is not None and hop.engine_response is not None else []
 
 
-def _response_thinking(msg: dict, api: str) -> list[tuple[str, str | None]]:
-    if api == "openai":
-        r = msg.get("reasoning_content") or msg.get("reasoning")
-        return [(str(r), None)] if r else []
-    return [(str(b.get("thinking", "")), b.get("signature")) for b in msg.get("content") or []
-            if isinstance(b, dict) and b.get("type") == "thinking"]
+def _engine_thinking(hop: Hop) -> list[tuple[str, str | None]]:
+    """The engine answer's thinking as (text, signature) pieces."""
+    d = hop.engine_dialect
+    return d.thinking_blocks(hop.engine_response) if d is not None and hop.engine_response is not None else []
 
 
 def check_stop_reason(hop: Hop) -> list[Violation]:
-    if hop.engine_response is None or hop.client_response is None:
+    d = hop.engine_dialect
+    if hop.engine_response is None or hop.client_response is None or d is None:
         return []
-    seen = hop.client_response.get("stop_reason")
-    if hop.engine_api == "openai":
-        finish = hop.engine_response.get("finish_reason")
-        calls = bool(hop.engine_response.get("tool_calls"))
-    else:
-        finish = hop.engine_response.get("stop_reason")
-        calls = bool(_response_calls(hop.engine_response, "anthropic"))
-    if calls and finish in TOOL_FINISH | {"tool_use"} and seen != "tool_use":
+    seen = CLIENT.stop_reason(hop.client_response)
+    finish = d.stop_reason(hop.engine_response)
+    calls = bool(d.tool_calls(hop.engine_response))
+    if calls and finish in TOOL_FINISH and seen not in CLIENT.stops.tool:
         return [violation(STOP_REASON, f"the engine finished with {finish} after a tool call, the client got stop_reason {seen}",
-                          expected="tool_use", seen=seen)]
-    if hop.engine_api == "openai" and finish in FINISH_MAP and seen not in FINISH_MAP[finish]:
-        return [violation(STOP_REASON, f"finish_reason {finish} reached the client as stop_reason {seen}",
-                          expected=" or ".join(sorted(FINISH_MAP[finish])), seen=seen)]
-    if hop.engine_api == "anthropic" and finish and seen != finish:
-        return [violation(STOP_REASON, f"stop_reason {finish} reached the client as {seen}", expected=finish, seen=seen)]
+                          expected=CLIENT.stops.tool[0], seen=seen)]
+    if hop.pass_through:
+        if finish and seen != finish:
+            return [violation(STOP_REASON, f"stop_reason {finish} reached the client as {seen}", expected=finish, seen=seen)]
+        return []
+    allowed = d.anthropic_stops(finish)
+    if allowed and seen not in allowed:
+        return [violation(STOP_REASON, f"{d.stops.field} {finish} reached the client as stop_reason {seen}",
+                          expected=" or ".join(sorted(allowed)), seen=seen)]
     return []
+
+
+def _tokens(usage: dict, *keys: str) -> int:
+    return sum(int(usage.get(k) or 0) for k in keys)
+
+
+def _prompt_tokens(d: Dialect, usage: dict) -> int:
+    """The whole prompt, cached parts included (Anthropic counts those apart from input_tokens)."""
+    return _tokens(usage, d.input_tokens_key, *d.cached_input_keys)
 
 
 def check_usage(hop: Hop) -> list[Violation]:
     if hop.engine_response is None or hop.client_response is None:
         return []
+    d = hop.engine_dialect
+    if d is None:
+        return []
     eu = hop.engine_response.get("usage") or {}
     cu = hop.client_response.get("usage") or {}
-    if hop.engine_api == "openai":
-        e_in, e_out = int(eu.get("prompt_tokens") or 0), int(eu.get("completion_tokens") or 0)
-    else:
-        e_in = int(eu.get("input_tokens") or 0) + int(eu.get("cache_read_input_tokens") or 0) + int(eu.get("cache_creation_input_tokens") or 0)
-        e_out = int(eu.get("output_tokens") or 0)
-    c_in = int(cu.get("input_tokens") or 0) + int(cu.get("cache_read_input_tokens") or 0) + int(cu.get("cache_creation_input_tokens") or 0)
-    c_out = int(cu.get("output_tokens") or 0)
+    e_in, e_out = _prompt_tokens(d, eu), _tokens(eu, d.output_tokens_key)
+    c_in, c_out = _prompt_tokens(CLIENT, cu), _tokens(cu, CLIENT.output_tokens_key)
     out = []
     if (e_in and not c_in) or (e_out and not c_out):
         out.append(violation(USAGE, "the engine reported usage that never reached the client",
@@ -640,9 +680,10 @@ def check_injection(hop: Hop) -> list[Violation]:
     if body.get("tools"):
         out.append(violation(INJECTION, f"the injection probe reached the engine with {len(body['tools'])} tools still offered",
                              expected="no tools on the injection route", seen=f"{len(body['tools'])} tools", pointer="/tools"))
-    if hop.client_response is not None and _response_calls(hop.client_response, "anthropic"):
+    calls = CLIENT.tool_calls(hop.client_response)
+    if calls:
         out.append(violation(INJECTION, "the injection probe was answered with a tool call",
-                             expected="text only", seen=[n for _, n in _response_calls(hop.client_response, "anthropic")]))
+                             expected="text only", seen=[c.name for c in calls]))
     return out
 
 
@@ -658,12 +699,12 @@ def applies(check_id: str, hop: Hop) -> bool:
     c = hop.client_request
     turns = anthropic_turns(c)
     responses = hop.engine_response is not None and hop.client_response is not None
-    engine_calls = responses and bool(_response_calls(hop.engine_response, hop.engine_api))
+    engine_calls = responses and bool(_engine_calls(hop))
     return {
         TOOLS: bool(c.get("tools")),
         PAIRING: any(t.results for t in turns),
         TOOL_IDS: any(t.calls or t.results for t in turns) or (hop.exact and engine_calls),
-        THINKING: any(t.thinking for t in turns) or (responses and bool(_response_thinking(hop.engine_response, hop.engine_api))),
+        THINKING: any(t.thinking for t in turns) or (responses and bool(_engine_thinking(hop))),
         CACHE: bool(_count_cache_control(c)),
         STOPS: bool(c.get("stop_sequences")),
         STOP_REASON: responses,

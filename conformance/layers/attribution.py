@@ -20,6 +20,9 @@ Rules:
   and the rows of SYMPTOMS join rules that are the same failure on the two wires. Across
   dialects (a translating router), wire-shape symptoms the router shows on top of a shared
   failure are the router relaying the engine's broken output (WIRE_CONSEQUENCES), not a 2nd bug.
+- The replay forms a client's request has are asked of the two wires the minimal translation
+  joins (`minimal.SOURCE` Anthropic -> `minimal.TARGET` OpenAI chat): a request on the source
+  wire has all three; any other request is replayed as it was, on the target wire.
 - A forwarded body the engine *refuses* is replayed once more in the client's own form: when the
   engine accepts that, the router's translation broke the request -> `router`.
 - The Attribution carries both sides' evidence (violations, status, error text, the first bytes
@@ -39,8 +42,10 @@ from typing import Any
 import httpx
 
 from conformance.core.failures import Violation
+from conformance.layers import minimal
 from conformance.net.transport import Deadlines, RawExchange
 from conformance.report.text import format_violation
+from conformance.wire.dialect import DIALECTS
 
 LAYERS = ("router", "engine", "both", "unknown")
 REPLAY_DEADLINES = Deadlines(connect=5, first_content=60, total=120)
@@ -82,11 +87,14 @@ REQUEST_ACCEPTED = "suite.request.accepted"
 
 Judge = Callable[[RawExchange, dict, str], list[Violation]]
 
+# A client path that is none of these (count_tokens) is replayed on the engine as it was.
+_GENERATION_ENDPOINTS = tuple(d.generation_path.removeprefix("/v1") for d in DIALECTS.values())
+
 
 def symptom(check_id: str) -> str:
     if check_id in SYMPTOMS:
         return SYMPTOMS[check_id]
-    for prefix in ("anthropic.", "openai."):
+    for prefix in (f"{name}." for name in DIALECTS):  # a wire rule's id starts with its dialect
         if check_id.startswith(prefix):
             return check_id[len(prefix):]
     return check_id
@@ -196,10 +204,12 @@ def decide(target: list[Violation], engine: list[Violation], *, engine_answered:
 
 
 def has_messages_route(engine_url: str, timeout: float = 5.0) -> bool:
-    """Does the engine serve Anthropic /v1/messages? (an empty body must get 4xx other than 404/405)"""
+    """Does the engine serve the minimal translation's source wire (Anthropic /v1/messages)?
+    (an empty body must get 4xx other than 404/405)"""
+    source = minimal.SOURCE
     try:
-        resp = httpx.post(engine_url.rstrip("/") + "/v1/messages", content=b"{}",
-                          headers={"content-type": "application/json", "anthropic-version": "2023-06-01"}, timeout=timeout)
+        resp = httpx.post(engine_url.rstrip("/") + source.generation_path, content=b"{}",
+                          headers={"content-type": "application/json", **dict(source.default_headers)}, timeout=timeout)
     except httpx.HTTPError:
         return False
     return resp.status_code not in (404, 405, 501)
@@ -248,27 +258,31 @@ def attribute(
     from conformance.layers.hop import find_forwarded, judge_api, received_log, replay
     from conformance.layers.minimal import minimal_openai_request
 
+    # The minimal translation joins two wires: a request on its source wire (Anthropic) can be
+    # replayed on the engine's source route or translated to the target (chat); any other as it was.
+    translatable = DIALECTS.get(api) is minimal.SOURCE
     target = _target_violations(target_verdict)
     att = Attribution(layer="unknown", explanation="", target_violations=target, engine_url=engine_url)
     if not any(v.is_error for v in target):
         att.explanation = "the target shows no error to attribute"
         return att
-    if api != "anthropic":  # the client spoke OpenAI: the router forwarded chat completions as they were
-        engine_api = "openai" if engine_api == "auto" else engine_api
+    if not translatable:  # the client spoke the target wire: the router forwarded it as it was
+        engine_api = minimal.TARGET.name if engine_api == "auto" else engine_api
 
     path, body = "", None
-    if not client_path.rstrip("/").endswith(("/messages", "/chat/completions")):
+    if not client_path.rstrip("/").endswith(_GENERATION_ENDPOINTS):
         path, body, att.replayed = client_path, dict(request), "same-path"
     if body is None and engine_api in ("auto", "forwarded"):
         log = received_log(engine_url)
         entry = find_forwarded(log["requests"], request, since) if log else None
         if entry is not None:
             path, body, att.replayed = str(entry["path"]).split("?", 1)[0], entry["body"], "forwarded"
-    if body is None and api == "anthropic" and engine_api in ("auto", "forwarded", "anthropic") and has_messages_route(engine_url):
-        path, body, att.replayed = "/v1/messages", dict(request), "anthropic-direct"
-    if body is None and engine_api != "anthropic":
-        body = minimal_openai_request(request) if api == "anthropic" else dict(request)
-        path, att.replayed = "/v1/chat/completions", "minimal-translation" if api == "anthropic" else "openai-direct"
+    if body is None and translatable and engine_api in ("auto", "forwarded", minimal.SOURCE.name) \
+            and has_messages_route(engine_url):
+        path, body, att.replayed = minimal.SOURCE.generation_path, dict(request), "anthropic-direct"
+    if body is None and engine_api != minimal.SOURCE.name:  # unless the caller forced the source wire
+        body = minimal_openai_request(request) if translatable else dict(request)
+        path, att.replayed = minimal.TARGET.generation_path, "minimal-translation" if translatable else "openai-direct"
     if body is None:
         att.explanation = "nothing to replay: the engine serves no /v1/messages and no translation was allowed"
         return att
@@ -300,8 +314,8 @@ def attribute(
     if att.replayed == "forwarded" and refused and att.layer in ("engine", "both"):
         # The engine refuses what the router sent. Does it accept the client's own request?
         # Then the router's translation broke the request (the translation report says how).
-        o_path, o_body = ("/v1/messages", dict(request)) if api == "anthropic" and has_messages_route(engine_url) else (
-            "/v1/chat/completions", minimal_openai_request(request) if api == "anthropic" else dict(request))
+        o_path, o_body = (minimal.SOURCE.generation_path, dict(request)) if translatable and has_messages_route(engine_url) else (
+            minimal.TARGET.generation_path, minimal_openai_request(request) if translatable else dict(request))
         if engine_model:
             o_body = dict(o_body, model=engine_model)
         o_raw = replay(engine_url, o_path, o_body, deadlines=deadlines, api_key=api_key)

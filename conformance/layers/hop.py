@@ -1,9 +1,15 @@
-"""Translation diff: what a router changed between the client and the engine, with evidence.
+"""Building the hop: what a router changed between the client and the engine, with evidence.
+
+(This module builds the `Hop` and the translation report; the translation rules that judge it
+are `conformance.checks.translation`; the public test module is `conformance.suite.test_translation`.)
 
 Rules:
-- Four inputs, compared by the `translation.*` checks (conformance/checks/translation.py): what
-  the client sent (the capture request), what reached the engine, what the engine answered, what
-  reached the client.
+- Four inputs, compared by the `translation.*` checks: what the client sent (the capture
+  request), what reached the engine, what the engine answered, what reached the client.
+- The engine's wire is told by the path the router used (`dialect_of`): a Dialect's endpoint
+  (`generation_path`, `count_tokens_path`, under any mount prefix), or the OpenAI Responses API
+  (`RESPONSES_API`, no Dialect). Answers are accumulated by the Dialect's wire grammar
+  (`check_stream` / `check_response`); a Responses answer is not (the wire core has no grammar for it).
 - What reached the engine comes from a received log: the reference engine's
   `GET /_conformance/received` ({"requests": [{seq, method, path, headers, body}], "total"}), or
   any recorder in front of a real engine that serves the same endpoint (the capture proxy). The
@@ -25,12 +31,15 @@ from typing import Any
 
 import httpx
 
-from conformance.checks import translation as T
+from conformance.checks import translation as translation_checks
+from conformance.checks.translation import RESPONSES_API
 from conformance.core.failures import Violation
 from conformance.net.transport import Deadlines, RawExchange
 from conformance.report.text import format_violation
+from conformance.wire.dialect import DIALECTS, Dialect, dialect
 
-GENERATION_PATHS = ("/v1/chat/completions", "/v1/messages", "/v1/responses")
+RESPONSES_PATH = "/v1/responses"
+GENERATION_PATHS = (*(d.generation_path for d in DIALECTS.values()), RESPONSES_PATH)
 REPLAY_DEADLINES = Deadlines(connect=5, first_content=60, total=120)
 
 
@@ -124,17 +133,31 @@ def _candidates(entries: list[dict], client_request: dict, since: int | None):
             yield entry
 
 
+def _unversioned(path: str) -> str:
+    # Routers and engines mount the APIs under /v1, /anthropic/v1 or no prefix at all.
+    return path.removeprefix("/v1")
+
+
+def _endpoints(d: Dialect) -> tuple[str, ...]:
+    return tuple(_unversioned(p) for p in (d.generation_path, d.count_tokens_path) if p)
+
+
+def path_dialect(path: str) -> Dialect:
+    """The Dialect whose judge (check_exchange) takes an exchange on `path`: the one whose
+    endpoint the path ends with; OpenAI chat for any other path (the Responses API included)."""
+    p = path.split("?", 1)[0].rstrip("/")
+    return next((d for d in DIALECTS.values() if p.endswith(_endpoints(d))), dialect("openai"))
+
+
 def judge_api(path: str) -> str:
-    """The API the exchange judge (check_exchange) takes for a path: anthropic | openai."""
-    return "anthropic" if dialect_of(path) == "anthropic" else "openai"
+    """The API name the exchange judge (check_exchange) takes for a path (`path_dialect`)."""
+    return path_dialect(path).name
 
 
 def dialect_of(path: str) -> str:
-    """anthropic | openai (chat completions) | responses (OpenAI Responses API)."""
+    """The engine's wire for a hop: a Dialect name, or RESPONSES_API (the OpenAI Responses API)."""
     p = path.split("?", 1)[0].rstrip("/")
-    if p.endswith(("/messages", "/messages/count_tokens")):
-        return "anthropic"
-    return "responses" if p.endswith("/responses") else "openai"
+    return RESPONSES_API if p.endswith(_unversioned(RESPONSES_PATH)) else path_dialect(p).name
 
 
 # ------------------------------------------------------------------------------ replay
@@ -151,15 +174,13 @@ def replay(engine_url: str, path: str, body: dict, *, deadlines: Deadlines = REP
 
 
 def accumulate(raw: RawExchange, request: dict, api: str) -> dict | None:
-    """The accumulated message of a raw answer (via the wire core), or None."""
-    from conformance.checks.exchange import protocol
-
+    """The accumulated message of a raw answer (via the Dialect's wire grammar), or None."""
     if not raw.ok:
         return None
-    proto = protocol(api)
+    wire = dialect(api)
     if "text/event-stream" in raw.content_type.lower():
-        return proto.check_stream(raw.chunks, request=request).message
-    message, _ = proto.check_response(raw.body(), request=request)
+        return wire.check_stream(raw.chunks, request=request).message
+    message, _ = wire.check_response(raw.body(), request=request)
     return message
 
 
@@ -167,6 +188,8 @@ def accumulate(raw: RawExchange, request: dict, api: str) -> dict | None:
 
 @dataclass
 class TranslationReport:
+    """What the translation rules found on one hop: check id -> violations, and why a part was not judged."""
+
     by_check: dict[str, list[Violation]] = field(default_factory=dict)
     engine_path: str = ""
     engine_request: dict | None = None
@@ -182,12 +205,12 @@ class TranslationReport:
 
     @property
     def mappings(self) -> list[str]:
-        return [v.message for v in self.by_check.get(T.PARAMS, [])]
+        return [v.message for v in self.by_check.get(translation_checks.PARAMS, [])]
 
     @property
     def lost(self) -> list[str]:
         """What the translation lost, in words (info and warnings outside the parameter list)."""
-        return [f"{v.check_id}: {v.message}" for v in self.violations if not v.is_error and v.check_id != T.PARAMS]
+        return [f"{v.check_id}: {v.message}" for v in self.violations if not v.is_error and v.check_id != translation_checks.PARAMS]
 
     def outcome(self, check_id: str) -> str:
         vs = self.by_check.get(check_id)
@@ -220,8 +243,10 @@ class TranslationReport:
                 "outcomes": {cid: self.outcome(cid) for cid in self.by_check}}
 
 
-def diff(hop: T.Hop, *, engine_path: str = "") -> TranslationReport:
-    return TranslationReport(by_check=T.check_hop(hop), engine_path=engine_path, engine_request=hop.engine_request)
+def diff(hop: translation_checks.Hop, *, engine_path: str = "") -> TranslationReport:
+    """Run the translation rules on one hop."""
+    return TranslationReport(by_check=translation_checks.check_hop(hop), engine_path=engine_path,
+                             engine_request=hop.engine_request)
 
 
 def observe_hop(
@@ -234,7 +259,7 @@ def observe_hop(
     injection_probe: bool = False,
     replay_answer: bool = True,
     deadlines: Deadlines = REPLAY_DEADLINES,
-) -> tuple[T.Hop | None, TranslationReport]:
+) -> tuple[translation_checks.Hop | None, TranslationReport]:
     """Build the hop for one exchange that just went through the router, and diff it."""
     log = received_log(engine_url)
     if log is None:
@@ -245,15 +270,16 @@ def observe_hop(
         return None, TranslationReport(note="no request carrying this exchange reached the engine (the router answered itself)")
     path = str(entry.get("path", ""))
     api = dialect_of(path)
+    judged = api in DIALECTS  # the wire core judges chat completions and messages, not Responses streams
     engine_request = entry["body"]
     engine_message = entry.get("response_message")  # a recorder that keeps answers
     exact = engine_message is not None
-    if api == "responses":  # the wire core judges chat completions and messages, not Responses streams
+    if not judged:
         engine_message, exact = None, False
-    if engine_message is None and replay_answer and api != "responses":
+    if engine_message is None and replay_answer and judged:
         raw = replay(engine_url, path.split("?", 1)[0], engine_request, deadlines=deadlines)
         engine_message = accumulate(raw, engine_request, api)
-    hop = T.Hop(client_request=client_request, engine_request=engine_request, engine_api=api,
+    hop = translation_checks.Hop(client_request=client_request, engine_request=engine_request, engine_api=api,
                 engine_response=engine_message, client_response=client_message, exact=exact, route=route,
                 injection_probe=injection_probe)
     return hop, diff(hop, engine_path=path)
@@ -291,7 +317,7 @@ _REMINDER = "<system-reminder>Mid-conversation system entry: keep answers short.
 
 
 def probe_requests(model: str, *, injection: bool = False) -> dict[str, dict]:
-    """Claude-Code-shaped Anthropic requests that exercise every translation check.
+    """Claude-Code-shaped Anthropic requests that exercise every translation rule (`translation.*`).
 
     `turn1`: adaptive thinking + effort xhigh + context_management, system blocks with
     cache_control, a `role: system` entry, tools, stream. `turn2`: the history of turn 1 sent back
@@ -335,14 +361,12 @@ def entries_from_capture(capture) -> list[dict]:
         req = ex.request
         entry = {"seq": seq, "method": req.method, "path": req.url_path, "body": req.body}
         if ex.response is not None and isinstance(req.body, dict) and 200 <= ex.response.status < 300 \
-                and dialect_of(req.path) != "responses":
-            from conformance.checks.exchange import protocol
-
-            proto = protocol(req.api if req.api != "other" else "openai")
+                and dialect_of(req.path) in DIALECTS:
+            wire = DIALECTS.get(req.api, dialect("openai"))  # a path of no known API: read as chat
             chunks = [(c.t, c.data) for c in ex.response.chunks]
             if "text/event-stream" in ex.response.headers.get("content-type", ""):
-                entry["response_message"] = proto.check_stream(chunks, request=req.body).message
+                entry["response_message"] = wire.check_stream(chunks, request=req.body).message
             else:
-                entry["response_message"] = proto.check_response(ex.response.body(), request=req.body)[0]
+                entry["response_message"] = wire.check_response(ex.response.body(), request=req.body)[0]
         out.append(entry)
     return out

@@ -5,14 +5,21 @@ Rules:
   has no `/v1/messages`: system -> a system message; text -> content; tool_use -> tool_calls;
   tool_result -> tool messages; tools -> functions; max_tokens, stop_sequences -> stop, stream
   (+ include_usage). Nothing else is carried.
-- It is independent of the reference router's translation (conformance/router/translate.py) on
+- It is independent of the reference router's translation (conformance.router.translate) on
   purpose: a bug shared by the router under test and the yardstick would hide.
+- SOURCE and TARGET are the two wires it joins (Anthropic Messages -> OpenAI chat): attribution
+  asks them which replay forms a client's request has.
 """
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+from conformance.wire.dialect import Dialect, dialect
+
+SOURCE: Dialect = dialect("anthropic")  # the wire minimal_openai_request reads
+TARGET: Dialect = dialect("openai")  # the wire it writes
 
 
 def minimal_openai_request(body: dict) -> dict:

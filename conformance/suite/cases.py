@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from conformance.capture.format import Capture, CaptureFormatError, Exchange, load_captures
+from conformance.wire.dialect import DIALECTS
 
 _CASES = pytest.StashKey[tuple]()
 
@@ -79,9 +80,9 @@ def parametrize(metafunc, select=lambda c: True) -> None:
 
 
 def fail_no_captures(ctx, capture: NoCaptures) -> None:
-    from conformance.checks import suite as S
+    from conformance.checks import suite as suite_checks
 
-    ctx.check(S.CORPUS_PRESENT, False, capture.reason, expected="at least one capture", seen="none")
+    ctx.check(suite_checks.CORPUS_PRESENT, False, capture.reason, expected="at least one capture", seen="none")
     ctx.finish("no captures to replay")
 
 
@@ -90,12 +91,12 @@ def require_api(ctx, api: str) -> None:
     if ctx.session.target_down() is not None:
         ctx.fail_target_down()
     if not ctx.session.serves(api):
-        other = "openai" if api == "anthropic" else "anthropic"
-        if ctx.session.config.api == "auto" and not ctx.session.serves(other):
+        others = [name for name in DIALECTS if name != api]
+        if ctx.session.config.api == "auto" and not any(ctx.session.serves(other) for other in others):
             # Serving neither API is no reason to skip everything (a vacuous pass): it is a failure.
-            from conformance.checks import suite as S
+            from conformance.checks import suite as suite_checks
 
-            ctx.check(S.REQUEST_ACCEPTED, False,
+            ctx.check(suite_checks.REQUEST_ACCEPTED, False,
                       "the target serves neither POST /v1/messages nor POST /v1/chat/completions",
                       expected="one of the two model APIs", seen="404/405/501 on both (probed with an empty body)")
             ctx.finish("the target serves no model API at this URL")

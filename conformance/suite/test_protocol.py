@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.checks import suite as S
+from conformance.checks import suite as suite_checks
 from conformance.checks.error_answer import check_error_answer
 from conformance.suite import cases
 from conformance.suite.cases import capture_api, prepared_body, require_api
+from conformance.wire.dialect import DIALECTS
 
 
 def pytest_generate_tests(metafunc):
@@ -24,7 +25,7 @@ def pytest_generate_tests(metafunc):
     firsts = {}
     for c in caps:
         api = capture_api(c)
-        if api in ("anthropic", "openai") and api not in firsts:
+        if api in DIALECTS and api not in firsts:  # a model API (not "other")
             firsts[api] = c
     if not firsts:
         metafunc.parametrize("api_capture", [cases.NoCaptures(why or "no capture of a model API")],
@@ -58,13 +59,13 @@ def test_error_envelope(api_capture, conformance_ctx):
         violations = check_error_answer(raw, ctx.api)
         errors = [v for v in violations if v.is_error]
         for v in violations:
-            if v.check_id != S.ERROR_ENVELOPE:
+            if v.check_id != suite_checks.ERROR_ENVELOPE:
                 ctx.outcome(v.check_id, "failed" if v.is_error else "warning", violations=[v])
-        own = [v for v in violations if v.check_id == S.ERROR_ENVELOPE]
+        own = [v for v in violations if v.check_id == suite_checks.ERROR_ENVELOPE]
         if errors:
-            ctx.outcome(S.ERROR_ENVELOPE, "failed", violations=own, message=errors[0].message)
+            ctx.outcome(suite_checks.ERROR_ENVELOPE, "failed", violations=own, message=errors[0].message)
         else:
-            ctx.outcome(S.ERROR_ENVELOPE, "passed", message=f"HTTP {raw.status} in the {ctx.api} error envelope")
+            ctx.outcome(suite_checks.ERROR_ENVELOPE, "passed", message=f"HTTP {raw.status} in the {ctx.api} error envelope")
     ctx.finish(f"{ctx.api}: error envelope")
 
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 import re
 
 from conformance.checks import identity
-from conformance.checks import suite as S
-from conformance.checks.tools import message_text
+from conformance.checks import suite as suite_checks
 from conformance.suite import cases
 from conformance.suite.cases import NoCaptures, capture_api, replay, require_api
+from conformance.wire.dialect import DIALECTS, dialect
 
 
 def pytest_generate_tests(metafunc):
@@ -28,11 +28,16 @@ def pytest_generate_tests(metafunc):
         return
     name = metafunc.function.__name__
     if name == "test_count_tokens":
-        cases.parametrize(metafunc, lambda c: capture_api(c) == "anthropic" and c.client == "claude-code")
+        cases.parametrize(metafunc, lambda c: _counts_tokens(capture_api(c)) and c.client == "claude-code")
     elif name in ("test_quoted_variant", "test_stop_sequence"):
-        cases.parametrize(metafunc, lambda c: capture_api(c) in ("anthropic", "openai"))
+        cases.parametrize(metafunc, lambda c: capture_api(c) in DIALECTS)
     else:
         cases.parametrize(metafunc)
+
+
+def _counts_tokens(api: str) -> bool:
+    """Does this wire have a count_tokens endpoint (Anthropic's)?"""
+    return api in DIALECTS and dialect(api).count_tokens_path is not None
 
 
 def _start(ctx, capture):
@@ -59,18 +64,8 @@ def test_replay(capture, conformance_ctx):
 
 # --------------------------------------------------------------------------- incremental delivery
 def _content_times(events, api: str) -> list[float]:
-    times = []
-    for ev in events:
-        t = getattr(ev, "t", None)
-        if t is None:
-            continue
-        if api == "anthropic":
-            if ev.event in ("content_block_delta", "content_block_start"):
-                times.append(t)
-        elif ev.data and ev.data.strip() != "[DONE]" and '"delta"' in ev.data and (
-                '"content":"' in ev.data.replace(" ", "") or "tool_calls" in ev.data or "reasoning" in ev.data):
-            times.append(t)
-    return times
+    wire = dialect(api)
+    return [ev.t for ev in events if getattr(ev, "t", None) is not None and wire.delivers_content(ev)]
 
 
 def judge_incremental(events, api: str, elapsed: float) -> tuple[str, str]:
@@ -126,12 +121,12 @@ def test_stream_incremental(capture, conformance_ctx):
                 text = f"{text2} (a first attempt arrived all at once: {text})"
                 break
         if outcome == "failed":
-            ctx.check(S.STREAM_INCREMENTAL, False, "the stream was delivered all at once at the end",
+            ctx.check(suite_checks.STREAM_INCREMENTAL, False, "the stream was delivered all at once at the end",
                       expected="content events spread over the generation time", seen=text, turn=turn)
         else:
-            ctx.outcome(S.STREAM_INCREMENTAL, outcome, message=text, turn=turn)
+            ctx.outcome(suite_checks.STREAM_INCREMENTAL, outcome, message=text, turn=turn)
     if not judged:
-        ctx.outcome(S.STREAM_INCREMENTAL, "unverifiable",
+        ctx.outcome(suite_checks.STREAM_INCREMENTAL, "unverifiable",
                     message="no complete, valid stream to judge (see test_replay for this capture)")
     ctx.finish(f"{capture.id}: the stream is buffered")
 
@@ -158,7 +153,7 @@ def test_quoted_variant(capture, conformance_ctx):
     body, _ = prepared_body(ctx, first)
     variant_body = quoted(body or {})
     if variant_body is None:
-        ctx.outcome(S.VARIANTS_VERDICT, "unverifiable", message="the request has no user prompt text to quote")
+        ctx.outcome(suite_checks.VARIANTS_VERDICT, "unverifiable", message="the request has no user prompt text to quote")
         ctx.finish()
         return
     sent = ctx.send(first.request.api, first.request.path, variant_body, captured_headers=first.request.headers,
@@ -171,7 +166,7 @@ def test_quoted_variant(capture, conformance_ctx):
     # Which model answered is judged by suite.variants.same_model below, not twice.
     a = {c for c in base.failed_checks if not c.startswith("identity.")}
     b = {c for c in variant.failed_checks if not c.startswith("identity.")}
-    ctx.check(S.VARIANTS_VERDICT, a == b, "the quoted prompt got a different verdict from the bare prompt",
+    ctx.check(suite_checks.VARIANTS_VERDICT, a == b, "the quoted prompt got a different verdict from the bare prompt",
               expected=f"failing checks {sorted(a) or 'none'} (bare prompt)",
               seen=f"failing checks {sorted(b) or 'none'} (quoted prompt)",
               pass_message=f"same verdict: {sorted(a) or 'all passed'}")
@@ -179,11 +174,11 @@ def test_quoted_variant(capture, conformance_ctx):
     idb = _answer_identity(sent, variant, ctx.settings.model_headers)
     common = sorted(set(ida) & set(idb))
     if not common:
-        ctx.outcome(S.VARIANTS_SAME_MODEL, "unverifiable",
+        ctx.outcome(suite_checks.VARIANTS_SAME_MODEL, "unverifiable",
                     message="the target reveals no answering model or tier for one of the variants")
     else:
         differ = [k for k in common if not identity.same_model(idb[k], ida[k])]
-        ctx.check(S.VARIANTS_SAME_MODEL, not differ,
+        ctx.check(suite_checks.VARIANTS_SAME_MODEL, not differ,
                   "a different model or tier answered the quoted prompt",
                   expected=", ".join(f"{k}={ida[k]}" for k in common),
                   seen=", ".join(f"{k}={idb[k]}" for k in common), pointer="/model",
@@ -204,11 +199,11 @@ def test_count_tokens(capture, conformance_ctx):
         body = count_tokens_body(prepared_body(ctx, first)[0] or {})
     base_path = first.request.path.rstrip("/")
     path = base_path if base_path.endswith("/count_tokens") else base_path + "/count_tokens"
-    sent = ctx.send("anthropic", path, body, captured_headers=first.request.headers, query=first.request.query,
-                    note="count_tokens for the captured request")
+    sent = ctx.send(ctx.api, path, body, captured_headers=first.request.headers, query=first.request.query,
+                    note="count_tokens for the captured request")  # the capture's API: the one with count_tokens
     verdict = ctx.judge(sent)
-    if S.COUNT_TOKENS not in verdict.outcomes and not verdict.errors:
-        ctx.outcome(S.COUNT_TOKENS, "passed")
+    if suite_checks.COUNT_TOKENS not in verdict.outcomes and not verdict.errors:
+        ctx.outcome(suite_checks.COUNT_TOKENS, "passed")
     ctx.finish(f"{capture.id}: count_tokens")
 
 
@@ -242,12 +237,13 @@ def test_stop_sequence(capture, conformance_ctx):
 
     ctx = _start(conformance_ctx, capture)
     api = ctx.api
+    wire = dialect(api)
     # The first exchange whose answer has enough text to take a stop sequence from (in a tool
     # loop that is the final answer, not the tool call).
     base = body = first = stop = None
     before = ""
     for (_, verdict), ex in zip(replay(ctx, capture, judge=False), capture.main_exchanges(), strict=True):
-        text = message_text(verdict.message, api)
+        text = wire.text(verdict.message)
         if any(c.startswith("tools.") for c in verdict.failed_checks):
             continue  # a tool call written as text is no answer to take a stop sequence from
         candidate = _pick_stop(text)
@@ -256,15 +252,12 @@ def test_stop_sequence(capture, conformance_ctx):
             body, _ = prepared_body(ctx, ex)
             break
     if body is None or stop is None:
-        ctx.outcome(S.STOP_SEQUENCE, "unverifiable",
+        ctx.outcome(suite_checks.STOP_SEQUENCE, "unverifiable",
                     message="the target's answer to this request has too little text to pick a stop sequence from")
         ctx.finish()
         return
     derived = dict(body)
-    if api == "anthropic":
-        derived["stop_sequences"] = [stop]
-    else:
-        derived["stop"] = [stop]
+    derived[wire.stop_sequences_key] = [stop]
     sent = ctx.send(api, first.request.path, derived, captured_headers=first.request.headers,
                     query=first.request.query, note=f"stop sequence {stop!r}", body=serialize(derived))
     from conformance.checks.exchange import check_exchange
@@ -275,43 +268,43 @@ def test_stop_sequence(capture, conformance_ctx):
     known = set(base.failed_checks)
     new = [v for v in verdict.errors if v.check_id not in known]
     if new:
-        ctx.outcome(S.STOP_SEQUENCE, "failed", violations=new,
+        ctx.outcome(suite_checks.STOP_SEQUENCE, "failed", violations=new,
                     message=f"the request with stop sequence {stop!r} failed: {new[0].message}")
         ctx.finish(f"{capture.id}: stop sequence")
         return
     if verdict.message is None:
-        ctx.outcome(S.STOP_SEQUENCE, "unverifiable",
+        ctx.outcome(suite_checks.STOP_SEQUENCE, "unverifiable",
                     message="no answer to judge (the plain replay fails the same way: see test_replay)")
         ctx.finish()
         return
     msg = verdict.message or {}
-    text = message_text(msg, api)
+    text = wire.text(msg)
     cut_before = before[: before.find(stop)]  # the answer up to where the stop sequence begins
-    if api == "anthropic":
-        reason, matched = msg.get("stop_reason"), msg.get("stop_sequence")
+    if wire.matched_stop_key is not None:  # the wire names the stop sequence that matched (Anthropic)
+        reason, matched = wire.stop_reason(msg), msg.get(wire.matched_stop_key)
         if reason == "stop_sequence" and matched is None and any("stop_sequence" in c for c in known):
-            ctx.outcome(S.STOP_SEQUENCE, "unverifiable",
+            ctx.outcome(suite_checks.STOP_SEQUENCE, "unverifiable",
                         message="stop_reason is stop_sequence but the stream lacks the stop_sequence field "
                                 "(reported by test_replay)")
         elif reason == "stop_sequence":
-            ctx.check(S.STOP_SEQUENCE, matched == stop, "stop_reason is stop_sequence but the matched string is wrong",
+            ctx.check(suite_checks.STOP_SEQUENCE, matched == stop, "stop_reason is stop_sequence but the matched string is wrong",
                       expected=f"stop_sequence {stop!r}", seen=f"stop_sequence {matched!r}", pointer="/stop_sequence")
         elif _reached(text, before, stop):
-            ctx.check(S.STOP_SEQUENCE, False, "generation reached the stop sequence but it was not reported",
+            ctx.check(suite_checks.STOP_SEQUENCE, False, "generation reached the stop sequence but it was not reported",
                       expected=f"stop_reason 'stop_sequence' and stop_sequence {stop!r}",
                       seen=f"stop_reason {reason!r}, stop_sequence {matched!r}, text {text[-80:]!r}",
                       pointer="/stop_reason")
         else:
-            ctx.outcome(S.STOP_SEQUENCE, "unverifiable",
+            ctx.outcome(suite_checks.STOP_SEQUENCE, "unverifiable",
                         message=f"the answer took another path and never reached {stop!r} (stop_reason {reason!r})")
-    else:
-        reason = msg.get("finish_reason")
+    else:  # only the finish reason tells (OpenAI chat: `stop`, as for a natural end)
+        reason = wire.stop_reason(msg)
         if stop in text:
-            ctx.check(S.STOP_SEQUENCE, False, "the answer runs past the stop sequence",
+            ctx.check(suite_checks.STOP_SEQUENCE, False, "the answer runs past the stop sequence",
                       expected=f"generation stopped before {stop!r}", seen=f"text {text[-80:]!r}", pointer="/content")
-        elif reason == "stop" and cut_before.strip().startswith(text.strip()[:20]):
-            ctx.outcome(S.STOP_SEQUENCE, "passed", message=f"stopped before {stop!r} (finish_reason stop)")
+        elif reason == wire.stops.natural and cut_before.strip().startswith(text.strip()[:20]):
+            ctx.outcome(suite_checks.STOP_SEQUENCE, "passed", message=f"stopped before {stop!r} (finish_reason stop)")
         else:
-            ctx.outcome(S.STOP_SEQUENCE, "unverifiable",
+            ctx.outcome(suite_checks.STOP_SEQUENCE, "unverifiable",
                         message=f"the answer did not reach {stop!r} (finish_reason {reason!r})")
     ctx.finish(f"{capture.id}: stop sequence not honoured")

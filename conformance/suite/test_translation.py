@@ -1,4 +1,6 @@
-"""Router translation diff (marker `translation`; runs when --conformance-engine-url is given).
+"""The public translation test module: the router translation diff (marker `translation`;
+runs when --conformance-engine-url is given). The rules it records are the `translation.*`
+checks of `conformance.checks.translation`; the hop they judge is built by `conformance.layers.hop`.
 
 For each translation probe (conformance.layers.hop.probe_requests: Claude-Code-shaped turn 1,
 turn 2 with history, non-stream; the injection probe with --conformance-injection-route) and the
@@ -14,12 +16,13 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.checks import translation as T
+from conformance.checks import translation as translation_checks
 from conformance.suite import cases
 
 pytestmark = pytest.mark.translation
 
 PROBES = ("turn1", "turn2", "turn1-nonstream", "injection")
+CLIENT = translation_checks.CLIENT  # the wire the probes and the chosen captures speak to the router
 
 
 def pytest_generate_tests(metafunc):
@@ -30,7 +33,7 @@ def pytest_generate_tests(metafunc):
     params, ids = [(p, None) for p in probes], list(probes)
     caps, _ = cases.all_cases(metafunc.config) if metafunc.config.getoption("conformance_target", None) else ([], "")
     for c in caps:
-        if cases.capture_api(c) == "anthropic":
+        if cases.capture_api(c) == CLIENT.name:  # the rules judge an Anthropic client's hop
             params.append(("capture", c))
             ids.append(c.id)
     metafunc.parametrize("translation_case", params, ids=ids)
@@ -47,8 +50,8 @@ def test_translation(translation_case, conformance_ctx):
     injection = kind == "injection"
     if injection and not ctx.settings.option("injection_route"):
         pytest.skip("the injection-route check is opt-in: pass --conformance-injection-route for a router that claims one")
-    ctx.api = "anthropic"
-    cases.require_api(ctx, "anthropic")
+    ctx.api = CLIENT.name
+    cases.require_api(ctx, CLIENT.name)
     if capture is not None:
         ctx.for_capture(capture)
         first = capture.main_exchanges()[0]
@@ -56,13 +59,13 @@ def test_translation(translation_case, conformance_ctx):
         path, query, headers = first.request.path, first.request.query, first.request.headers
     else:
         body = probe_requests(ctx.session.model_for(None, ctx.settings) or "", injection=injection)[kind]
-        path, query, headers = "/v1/messages", "", None
+        path, query, headers = CLIENT.generation_path, "", None
     body = dict(body or {})
     since = log_total(engine_url)
-    sent = ctx.send("anthropic", path, body, captured_headers=headers, query=query, note=f"translation {kind}")
+    sent = ctx.send(CLIENT.name, path, body, captured_headers=headers, query=query, note=f"translation {kind}")
     verdict = ctx.judge(sent, expect_model=ctx.settings.served_model(body.get("model")))
     if since is None:
-        for cid in T.ALL_IDS:
+        for cid in translation_checks.ALL_IDS:
             ctx.outcome(cid, "unverifiable", message=f"{engine_url} has no /_conformance/received log: put the capture "
                         "proxy (or the reference engine) behind the router to see what reached the engine")
     elif sent.raw.ok:
@@ -70,8 +73,8 @@ def test_translation(translation_case, conformance_ctx):
                                   route=sent.raw.response_headers.get("x-router-route"), injection_probe=injection,
                                   deadlines=ctx.settings.deadlines)
         details = report.details()
-        for cid in T.ALL_IDS:
-            if cid == T.INJECTION and not injection:
+        for cid in translation_checks.ALL_IDS:
+            if cid == translation_checks.INJECTION and not injection:
                 continue
             outcome = report.outcome(cid) if hop is not None else "unverifiable"
             why = report.note if hop is None else ("nothing to compare in this exchange" if outcome == "skipped" else "")

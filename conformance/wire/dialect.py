@@ -3,11 +3,13 @@
 Rules:
 - A Dialect owns what other modules used to ask with `api == "..."`: the generation and
   count_tokens paths, how the key is sent (x-api-key or a bearer token), the content-started
-  predicate, the stop vocabulary (natural / final / tool / the output cap / every cut reason,
-  and the map from this wire's stop reasons to the Anthropic vocabulary), and readers of an
-  accumulated message (answer text, thinking, tool calls as one `ToolCall`, stop reason, usage)
-  and of a request (offered tools, the output cap, tool_choice, the conversation as chat
-  messages), where the system prompt lives, and a minimal one-turn request in the wire's shape.
+  predicate and which stream events deliver content, the stop vocabulary (natural / final /
+  tool / the output cap / every cut reason, and the map from this wire's stop reasons to the
+  Anthropic stops a faithful translation may carry), where stop sequences go in a request and
+  where a message names the one that matched, and readers of an accumulated message (answer
+  text, thinking, tool calls as one `ToolCall`, stop reason, usage) and of a request (offered
+  tools, the output cap, tool_choice, the conversation as chat messages), where the system
+  prompt lives, and a minimal one-turn request in the wire's shape.
 - Only this module (and the wire modules it fronts) may compare against a wire's name; the rest
   of the judge asks `dialect(api)`. A new wire is one wire module plus one entry in DIALECTS.
 - Readers never raise on a target's data: a missing or mistyped field reads as empty / None.
@@ -23,6 +25,10 @@ import json
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
+
+
+# Prompt tokens the Anthropic usage counts apart from input_tokens (read from and written to the cache).
+ANTHROPIC_CACHED_INPUT_KEYS = ("cache_read_input_tokens", "cache_creation_input_tokens")
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,9 @@ class StopVocabulary:
     caps: frozenset[str]  # the cuts that end a turn before a forced call could come (caps only)
     forced_tool: tuple[str, ...] = ()  # further stops a turn forced to call a tool may end with
     to_anthropic: dict[str, str] = field(default_factory=dict)  # this wire's reason -> Anthropic's
+    # Further Anthropic stops a faithful translation of a reason may carry (one reason here can be
+    # two there: chat's `stop` is both a natural end and a matched stop sequence).
+    to_anthropic_also: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def _get(obj: Any, key: str, default: Any = None) -> Any:
@@ -84,7 +93,10 @@ class Dialect:
     input_tokens_key: str
     cap_keys: tuple[str, ...]  # request keys of the output cap, first present wins
     structured_call: str  # what a structured tool call is on this wire, named in messages
+    stop_sequences_key: str  # request key of the stop sequences
+    matched_stop_key: str | None  # message key naming the stop sequence that ended the turn (None: not told)
     system_at_top: bool = False  # the system prompt is the request's top-level `system` (else a system message)
+    cached_input_keys: tuple[str, ...] = ()  # usage keys of prompt tokens counted apart from input_tokens_key
 
     # ---- the wire module -------------------------------------------------------------------
     @property
@@ -127,6 +139,14 @@ class Dialect:
         reason = self.stop_reason(message)
         return reason if isinstance(reason, str) and reason in self.stops.cut else None
 
+    def anthropic_stops(self, reason: Any) -> frozenset[str]:
+        """Every Anthropic stop reason a faithful translation of this wire's `reason` may carry
+        (`to_anthropic` and `to_anthropic_also`); empty for a reason the map does not know (on
+        Anthropic itself: nothing is translated)."""
+        if not isinstance(reason, str) or reason not in self.stops.to_anthropic:
+            return frozenset()
+        return frozenset({self.stops.to_anthropic[reason], *self.stops.to_anthropic_also.get(reason, ())})
+
     def describe_cut(self, reason: str) -> str:
         """'cut by the output cap (finish_reason 'length')' and the like, for messages."""
         if reason in ("length", "max_tokens"):
@@ -142,6 +162,10 @@ class Dialect:
         raise NotImplementedError
 
     def thinking(self, message: Any) -> str:
+        raise NotImplementedError
+
+    def thinking_blocks(self, message: Any) -> list[tuple[str, str | None]]:
+        """(text, signature) of each piece of thinking, in order (a wire without signatures: None)."""
         raise NotImplementedError
 
     def tool_calls(self, message: Any, unparsed_input: dict[str, str] | None = None) -> list[ToolCall]:
@@ -167,9 +191,14 @@ class Dialect:
             base = usage.get("input_tokens")
             if not isinstance(base, int):
                 return None
-            return base + sum(v for k, v in usage.items() if k in _CACHE_INPUT_KEYS and isinstance(v, int))
+            return base + sum(v for k, v in usage.items() if k in ANTHROPIC_CACHED_INPUT_KEYS and isinstance(v, int))
         value = usage.get(self.input_tokens_key)
         return value if isinstance(value, int) else None
+
+    def delivers_content(self, event: Any) -> bool:
+        """Does one decoded stream event carry generated content (text, tool input, thinking)?
+        What a delivery-timing judge counts; cheaper and narrower than `content_started`."""
+        raise NotImplementedError
 
     # ---- readers of a request --------------------------------------------------------------
     def offered_tools(self, request: dict | None) -> dict[str, dict | None]:
@@ -200,9 +229,6 @@ class Dialect:
         raise NotImplementedError
 
 
-_CACHE_INPUT_KEYS = ("cache_creation_input_tokens", "cache_read_input_tokens")
-
-
 def _function_tools(request: dict | None) -> dict[str, dict | None]:
     out: dict[str, dict | None] = {}
     for tool in (request or {}).get("tools") or []:
@@ -226,6 +252,15 @@ class AnthropicDialect(Dialect):
             return ""
         return "".join(_get(b, "thinking") or "" for b in _get(message, "content") or []
                        if _get(b, "type") == "thinking")
+
+    def thinking_blocks(self, message: Any) -> list[tuple[str, str | None]]:
+        if not message:
+            return []
+        return [(str(_get(b, "thinking") or ""), _get(b, "signature")) for b in _get(message, "content") or []
+                if _get(b, "type") == "thinking"]
+
+    def delivers_content(self, event: Any) -> bool:
+        return _get(event, "event") in ("content_block_delta", "content_block_start")
 
     def tool_calls(self, message: Any, unparsed_input: dict[str, str] | None = None) -> list[ToolCall]:
         """`tool_use` blocks. `unparsed_input` (streams): pointer of a tool block's input -> its
@@ -312,6 +347,15 @@ class ChatDialect(Dialect):
             return ""
         return _get(message, "reasoning_content") or _get(message, "reasoning") or ""
 
+    def thinking_blocks(self, message: Any) -> list[tuple[str, str | None]]:
+        reasoning = self.thinking(message)
+        return [(str(reasoning), None)] if reasoning else []
+
+    def delivers_content(self, event: Any) -> bool:
+        data = _get(event, "data") or ""
+        return data.strip() != "[DONE]" and '"delta"' in data and (
+            '"content":"' in data.replace(" ", "") or "tool_calls" in data or "reasoning" in data)
+
     def tool_calls(self, message: Any, unparsed_input: dict[str, str] | None = None) -> list[ToolCall]:
         """`tool_calls` with `function.arguments` as a JSON string (an object is read, and named
         in `not_text`: the wire core reports the string rule, the schema can still be judged)."""
@@ -395,6 +439,10 @@ ANTHROPIC = AnthropicDialect(
     cap_keys=("max_tokens",),
     structured_call="tool_use block",
     system_at_top=True,
+    stop_sequences_key="stop_sequences",
+    matched_stop_key="stop_sequence",
+    # Cached prompt tokens are counted apart here (OpenAI's prompt_tokens includes its cached part).
+    cached_input_keys=ANTHROPIC_CACHED_INPUT_KEYS,
 )
 OPENAI = ChatDialect(
     name="openai",
@@ -410,11 +458,15 @@ OPENAI = ChatDialect(
         forced_tool=("stop",),  # a named tool_choice may finish with stop on this wire (FAULTS.md valid variations)
         to_anthropic={"length": "max_tokens", "stop": "end_turn", "tool_calls": "tool_use",
                       "function_call": "tool_use", "content_filter": "refusal"},
+        # `stop` is also a matched stop sequence; a filtered answer may reach Anthropic as a plain end.
+        to_anthropic_also={"stop": ("stop_sequence",), "content_filter": ("end_turn",)},
     ),
     output_tokens_key="completion_tokens",
     input_tokens_key="prompt_tokens",
     cap_keys=("max_completion_tokens", "max_tokens"),
     structured_call="tool_calls",
+    stop_sequences_key="stop",
+    matched_stop_key=None,
 )
 
 DIALECTS: dict[str, Dialect] = {d.name: d for d in (ANTHROPIC, OPENAI)}

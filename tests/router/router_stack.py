@@ -21,7 +21,7 @@ from pathlib import Path
 if __name__ == "__main__":  # allow running as a script from the repository root
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from conformance.checks import suite as S
+from conformance.checks import suite as suite_checks
 from conformance.checks.exchange import check_exchange
 from conformance.core.failures import Violation
 from conformance.core.registry import violation
@@ -31,6 +31,7 @@ from conformance.layers.hop import log_total, observe_hop, probe_requests
 from conformance.net.transport import Deadlines, RawExchange, send_sync
 from conformance.router.launch import serve_router_in_thread
 from conformance.wire import anthropic as anthropic_wire
+from conformance.wire.dialect import dialect
 
 MODEL = "reference-model"
 HEADERS = {"content-type": "application/json", "x-api-key": "sk-test", "anthropic-version": "2023-06-01"}
@@ -113,7 +114,7 @@ def incremental(raw: RawExchange, body: dict | None = None, api: str = "anthropi
     # moments however the router re-writes it. Relative, not absolute: a loaded machine stretches
     # the release of a buffered stream past any fixed number of milliseconds.
     if len(raw.chunks) == 1 or (last - first) < 0.2 * last:
-        return [violation(S.STREAM_INCREMENTAL, f"all {events} events arrived in {len(raw.chunks)} chunk(s) within "
+        return [violation(suite_checks.STREAM_INCREMENTAL, f"all {events} events arrived in {len(raw.chunks)} chunk(s) within "
                           f"{last - first:.3f}s at the end of a {last:.3f}s exchange", expected="content spread over the exchange",
                           seen=f"first chunk at {first:.3f}s, last at {last:.3f}s")]
     return []
@@ -128,9 +129,7 @@ def engine_incremental(raw: RawExchange, body: dict | None = None, api: str = "a
     for _ in range(2):
         if not late:
             break
-        from conformance.wire import openai as openai_wire
-
-        wire = anthropic_wire if api == "anthropic" else openai_wire
+        wire = dialect(api)
         again = send_sync("POST", raw.url, headers=dict(raw.request_headers), body=raw.request_body,
                           deadlines=DEADLINES, first_content=wire.content_started)
         late = incremental(again, body, api)
@@ -202,14 +201,14 @@ def observe(router: str, engine: str, *, injection: bool = True, translation: bo
         verdict = check_exchange(raw, quoted, api="anthropic", expect_model=MODEL)
         obs = Observation("turn1-quoted", raw.status, [v for v in verdict.violations if v.is_error])
         if verdict.answered_model != answered.get("turn1"):
-            obs.violations.append(violation(S.VARIANTS_SAME_MODEL, "the quoted prompt was answered by another model",
+            obs.violations.append(violation(suite_checks.VARIANTS_SAME_MODEL, "the quoted prompt was answered by another model",
                                             expected=answered.get("turn1"), seen=verdict.answered_model))
         if obs.violations:
             def same_model_direct(raw_e: RawExchange, body_e: dict, api_e: str) -> list[Violation]:
                 bare = check_exchange(send(engine, "/v1/messages", probes["turn1"], deadlines), probes["turn1"], api="anthropic")
                 mine = check_exchange(raw_e, body_e, api=api_e)
                 if mine.answered_model != bare.answered_model:
-                    return [violation(S.VARIANTS_SAME_MODEL, "the engine answers the variants with different models",
+                    return [violation(suite_checks.VARIANTS_SAME_MODEL, "the engine answers the variants with different models",
                                       expected=bare.answered_model, seen=mine.answered_model)]
                 return []
             obs.attribution = attribute(quoted, obs.violations, engine, expect_model=MODEL, since=since,
