@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-
 # Prompt tokens the Anthropic usage counts apart from input_tokens (read from and written to the cache).
 ANTHROPIC_CACHED_INPUT_KEYS = ("cache_read_input_tokens", "cache_creation_input_tokens")
 
