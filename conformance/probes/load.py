@@ -32,6 +32,7 @@ from conformance.checks import load as _load_checks  # noqa: F401  (registers th
 from conformance.checks.exchange import check_exchange
 from conformance.core import registry
 from conformance.core.failures import Violation
+from conformance.loop.tools import CLIENT_FOR_API
 from conformance.net.transport import RawExchange
 from conformance.probes.common import (
     ProbeOutcome,
@@ -61,8 +62,8 @@ class WorkItem:
 # Small tool sets in each client's naming, for scenario first turns (the engine maps abstract
 # tools onto offered tools by name, docs/contracts/scenarios.md).
 def _tools(api: str) -> list[dict[str, Any]]:
-    # dialect-name: the names, argument spelling and tool shape are the wire's client's (Claude Code on Anthropic, opencode on OpenAI)
-    claude_code = api == "anthropic"
+    # The names, argument spelling and tool shape are those of the client that drives the wire.
+    claude_code = CLIENT_FOR_API.get(api) == "claude-code"
     path_prop = "file_path" if claude_code else "filePath"
     old_prop, new_prop = ("old_string", "new_string") if claude_code else ("oldString", "newString")
     specs = [
@@ -94,7 +95,7 @@ def scenario_items(target: Target, scenarios_dir: Path | None = None, max_tokens
         if not isinstance(data, dict) or data.get("format") != "conformance.scenario":
             continue  # the schema file and anything else
         extra: dict[str, Any] = {"tools": _tools(target.api)}
-        if target.api == "openai":  # dialect-name: opencode, the OpenAI wire's client, sends tool_choice auto
+        if CLIENT_FOR_API.get(target.api) == "opencode":  # opencode sends tool_choice auto
             extra["tool_choice"] = "auto"
         body = build_request(target, data["prompt"], max_tokens=max_tokens,
                              system="You are a coding agent. Working directory: /work/sandbox", extra=extra,
