@@ -41,7 +41,6 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -84,12 +83,6 @@ class ExchangeVerdict(HasViolations):
         if isinstance(m, dict):
             return m.get("model") or None
         return None
-
-
-def protocol(api: str) -> ModuleType:
-    """The wire-core module for an API (`dialect(api).wire`), kept for callers that use the
-    module itself; new code asks `dialect(api)`."""
-    return dialect(api).wire
 
 
 # ----------------------------------------------------------------------------- error text

@@ -4,7 +4,7 @@ Rules:
 - Works on the accumulated message of either API through its Dialect (conformance.wire.dialect:
   `tool_calls` as the one `ToolCall`, `text`, `offered_tools`, the stop vocabulary): Anthropic
   `tool_use` blocks with a parsed `input`, OpenAI `tool_calls` with `function.arguments` as a
-  JSON string. `tool_calls`, `offered_tools`, `message_text`, `stop_reason_of`, `describe_cut` are thin
+  JSON string. `tool_calls`, `offered_tools`, `describe_cut` are thin
   wrappers over the Dialect for callers that hold an api name.
 - For the exchange judge: `structured_outcome` and `arguments_outcomes` give the verdicts as
   `CheckOutcome`s; `check_call_structured` / `check_arguments` give the bare violations.
@@ -100,16 +100,6 @@ def tool_calls(message: Any, api: str, unparsed_input: dict[str, str] | None = N
 def offered_tools(request: dict | None, api: str) -> dict[str, dict | None]:
     """Tool name -> its JSON schema (`Dialect.offered_tools`)."""
     return dialect(api).offered_tools(request)
-
-
-def message_text(message: Any, api: str) -> str:
-    """All answer text of an accumulated message, not thinking (`Dialect.text`)."""
-    return dialect(api).text(message)
-
-
-def stop_reason_of(message: Any, api: str) -> Any:
-    """Why the turn ended, in the wire's words (`Dialect.stop_reason`)."""
-    return dialect(api).stop_reason(message)
 
 
 def describe_cut(reason: str, api: str) -> str:

@@ -178,9 +178,6 @@ class Dialect:
         usage = self.usage(message)
         return None if usage is None else _int(usage.get(self.output_tokens_key))
 
-    def input_tokens(self, usage: dict | None) -> int | None:
-        return _int((usage or {}).get(self.input_tokens_key)) if isinstance(usage, dict) else None
-
     def prompt_tokens(self, usage: dict | None) -> int | None:
         """Every input token the prompt counted. A usage in the Anthropic shape (`input_tokens`,
         on this wire or a router's answer on another) reports cached tokens apart, so the
@@ -228,13 +225,18 @@ class Dialect:
         raise NotImplementedError
 
 
+def _function_tool(tool: dict) -> tuple[str, dict | None] | None:
+    """(name, parameters) of a chat-shaped tool `{function: {name, parameters}}`, else None."""
+    fn = tool.get("function") or {}
+    return (fn["name"], fn.get("parameters")) if fn.get("name") else None
+
+
 def _function_tools(request: dict | None) -> dict[str, dict | None]:
     out: dict[str, dict | None] = {}
     for tool in (request or {}).get("tools") or []:
-        if isinstance(tool, dict):
-            fn = tool.get("function") or {}
-            if fn.get("name"):
-                out[fn["name"]] = fn.get("parameters")
+        entry = _function_tool(tool) if isinstance(tool, dict) else None
+        if entry is not None:
+            out[entry[0]] = entry[1]
     return out
 
 
@@ -287,9 +289,9 @@ class AnthropicDialect(Dialect):
             if not isinstance(tool, dict):
                 continue
             if tool.get("type") == "function":  # an OpenAI-shaped tool sent to this wire
-                fn = tool.get("function") or {}
-                if fn.get("name"):
-                    out[fn["name"]] = fn.get("parameters")
+                entry = _function_tool(tool)
+                if entry is not None:
+                    out[entry[0]] = entry[1]
             elif tool.get("name"):
                 out[tool["name"]] = tool.get("input_schema")
         return out
