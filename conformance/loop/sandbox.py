@@ -18,7 +18,10 @@ Rules:
   opencode 1.18.33 on this machine, see docs/loop.md): Claude Code's Read returns `N\\ttext` lines
   and errors as `<tool_use_error>...</tool_use_error>` with `is_error: true`; opencode's read
   returns `<path>/<type>/<content>` with `N: text` lines and errors as plain text.
-- Both clients refuse to overwrite or edit an existing file that was not read (or written) in
+- Codex's tools (`exec_command`, the freeform `apply_patch`) are `conformance.loop.codex_tools`;
+  `exec_command` runs through the same Bash interpreter and allowlist below (one allowlist).
+  Codex has no read-before-write rule, so the sandbox does not apply it to Codex.
+- Claude Code and opencode refuse to overwrite or edit an existing file that was not read (or written) in
   this session; the sandbox keeps that rule so a loop that skips reading fails as it would live.
 """
 
@@ -28,10 +31,13 @@ import fnmatch
 import os
 import re
 import shlex
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-CLIENTS = ("claude-code", "opencode")
+from conformance.loop import codex_tools
+
+CLIENTS = ("claude-code", "opencode", "codex")
 
 # Commands the Bash tool understands (each implemented below, never executed for real).
 BASH_ALLOWLIST = ("ls", "cat", "echo", "printf", "mkdir", "touch", "wc", "head", "tail", "pwd", "true")
@@ -129,6 +135,8 @@ class Sandbox:
         return sorted(self._tools())
 
     def _tools(self) -> dict:
+        if self.client == "codex":
+            return {"exec_command": self.codex_exec_command, "apply_patch": self.codex_apply_patch}
         if self.client == "claude-code":
             return {"Read": self.cc_read, "Write": self.cc_write, "Edit": self.cc_edit, "Bash": self.cc_bash,
                     "Glob": self.cc_glob, "Grep": self.cc_grep, "LS": self.cc_ls}
@@ -136,6 +144,8 @@ class Sandbox:
                 "glob": self.oc_glob, "grep": self.oc_grep, "list": self.oc_list}
 
     def _unknown_tool(self, name: str) -> str:
+        if self.client == "codex":
+            return codex_tools.unknown_tool(name)
         if self.client == "claude-code":
             return f"No such tool available: {name}"
         return (f"Model tried to call unavailable tool '{name}'. "
@@ -394,6 +404,32 @@ class Sandbox:
             rel = f.relative_to(base)
             lines.append("  " * len(rel.parts) + rel.name)
         return ToolOutcome("\n".join(lines) + "\n")
+
+    # ---------------------------------------------------------------- Codex tools
+    def codex_exec_command(self, args: dict) -> ToolOutcome:
+        """Codex's exec_command through the one Bash interpreter below, cwd pinned inside the root."""
+        cmd = self._arg(args, "cmd")
+        workdir = self._arg(args, "workdir", required=False)
+        cwd = self.resolve(workdir) if workdir else self.root
+        if not cwd.is_dir():
+            raise SandboxError(f"workdir {workdir!r} is not a directory inside {self.root}")
+        start = time.monotonic()
+        out, err, code = self.bash(cmd, cwd=cwd)
+        text = out + (err + "\n" if err and not err.endswith("\n") else err)
+        return ToolOutcome(codex_tools.exec_output(text, code, time.monotonic() - start), is_error=code != 0)
+
+    def codex_apply_patch(self, args: dict) -> ToolOutcome:
+        """Codex's freeform apply_patch; `args["input"]` is the custom tool call's raw text."""
+        text = codex_tools.patch_input(args)
+        if text is None:
+            return ToolOutcome(codex_tools.patch_failure(
+                "the patch text is missing; send the patch as the tool's raw input, from "
+                "'*** Begin Patch' to '*** End Patch'"), True)
+        try:
+            summary = codex_tools.apply_patch_text(self.root, text)
+        except (codex_tools.PatchError, OSError, UnicodeError) as exc:
+            return ToolOutcome(codex_tools.patch_failure(str(exc)), True)
+        return ToolOutcome(codex_tools.patch_output(summary))
 
     # ---------------------------------------------------------------- the Bash interpreter
     def bash(self, command: str, cwd: Path | None = None) -> tuple[str, str, int]:
