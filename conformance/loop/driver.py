@@ -60,7 +60,7 @@ from conformance.core.failures import HasViolations, Violation
 from conformance.core.paths import captured_dir
 from conformance.core.registry import violation
 from conformance.core.results import Result
-from conformance.loop.conversation import conversation
+from conformance.loop.conversation import Conversation, conversation
 from conformance.loop.sandbox import Sandbox, ToolOutcome
 from conformance.loop.scenarios import Scenario, check_completion
 from conformance.loop.tools import CLIENT_FOR_API, offered_tool_names
@@ -69,7 +69,6 @@ from conformance.report.text import ConformanceFailure
 from conformance.wire.dialect import Dialect, ToolCall, dialect
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
-_CWD_RX = re.compile(r"working directory:\s*(/[^\s\"\\<>]+)", re.IGNORECASE)
 
 
 class TemplateError(LookupError):
@@ -99,6 +98,7 @@ def _is_generation_path(path: str, wire: Dialect) -> bool:
 
 def _first_loop_request(cap: Capture, api: str) -> CapturedRequest | None:
     wire = dialect(api)
+    client = conversation(api)
     for ex in cap.main_exchanges():
         req = ex.request
         body = req.body
@@ -106,12 +106,8 @@ def _first_loop_request(cap: Capture, api: str) -> CapturedRequest | None:
             continue
         if not _is_generation_path(req.path, wire):
             continue
-        msgs = body.get("messages") or []
-        if any(isinstance(m, dict) and m.get("role") in ("assistant", "tool") for m in msgs):
-            continue
-        if not any(isinstance(m, dict) and m.get("role") == "user" for m in msgs):
-            continue
-        return req
+        if client.is_first_request(body):
+            return req
     return None
 
 
@@ -155,51 +151,30 @@ def find_template(api: str, root: Path | str | None = None, *, fallback: bool = 
 
 
 # ---------------------------------------------------------------------------------- first request
-def captured_working_directory(body: dict) -> str | None:
-    """The working directory the client named in its system text (Claude Code's `Primary working
-    directory: X`, opencode's `Working directory: X`)."""
-    texts: list[str] = []
-    system = body.get("system")
-    if isinstance(system, str):
-        texts.append(system)
-    elif isinstance(system, list):
-        texts.extend(b.get("text", "") for b in system if isinstance(b, dict))
-    for m in body.get("messages") or []:
-        if isinstance(m, dict) and m.get("role") == "system":
-            c = m.get("content")
-            texts.append(c if isinstance(c, str) else json.dumps(c))
-    for t in texts:
-        m = _CWD_RX.search(t)
-        if m:
-            return m.group(1).rstrip(".,;")
-    return None
+def captured_working_directory(body: dict, api: str | None = None) -> str | None:
+    """The working directory the client named in its request (Claude Code's `Primary working
+    directory: X`, opencode's `Working directory: X`, Codex's `<cwd>X</cwd>`)."""
+    client = conversation(api) if api is not None else Conversation()
+    return client.working_directory(body)
 
 
-def _prompt_slot(body: dict) -> tuple[Any, Any]:
+def _prompt_slot(body: dict, api: str | None = None) -> tuple[Any, Any]:
     """(container, key) of the user's own prompt text in the first user message."""
-    for m in body.get("messages") or []:
-        if not isinstance(m, dict) or m.get("role") != "user":
-            continue
-        content = m.get("content")
-        if isinstance(content, str):
-            return m, "content"
-        if isinstance(content, list):
-            texts = [b for b in content if isinstance(b, dict) and b.get("type") == "text"]
-            own = [b for b in texts if not b.get("text", "").lstrip().startswith("<system-reminder>")]
-            if own or texts:
-                return (own or texts)[-1], "text"
-        break
-    raise TemplateError("the template's first user message has no text to replace")
+    client = conversation(api) if api is not None else Conversation()
+    try:
+        return client.prompt_slot(body)
+    except LookupError as exc:
+        raise TemplateError(str(exc)) from None
 
 
 def build_first_request(template: Template, prompt: str, sandbox_root: Path, model: str | None) -> dict:
     body = copy.deepcopy(template.request.body)
-    old_cwd = captured_working_directory(body)
+    old_cwd = captured_working_directory(body, template.api)
     if old_cwd:
         encoded = json.dumps(body, ensure_ascii=False)
         old_js, new_js = json.dumps(old_cwd)[1:-1], json.dumps(str(sandbox_root))[1:-1]
         body = json.loads(encoded.replace(old_js, new_js))
-    holder, key = _prompt_slot(body)
+    holder, key = _prompt_slot(body, template.api)
     original = holder[key]
     # opencode `run` wraps a prompt containing spaces in literal double quotes (WIRE.md).
     quoted = isinstance(original, str) and len(original) >= 2 and original.startswith('"') and original.rstrip().endswith('"')
@@ -275,14 +250,13 @@ def check_outgoing(body: dict, api: str, received: dict, turn: int) -> list[Viol
     """The driver's own bookkeeping on the request it is about to send as turn `turn`:
     the previous assistant turn came back verbatim and every tool call got exactly one result."""
     out: list[Violation] = []
-    msgs = body.get("messages") or []
-    idx = max((i for i, m in enumerate(msgs) if isinstance(m, dict) and m.get("role") == "assistant"), default=None)
-    if idx is None:
+    client = conversation(api)
+    last = client.last_turn(body)
+    if last is None:
         return [violation("loop.tool_result_paired", "the request carries no assistant message to answer",
                           expected="the previous assistant turn followed by its tool results", seen="none", turn=turn)]
-    sent = msgs[idx]
-    after = msgs[idx + 1:]
-    client = conversation(api)
+    sent, after, idx = last
+    where = f"/{client.history_key}/{idx}"
     want_ids = [call.id for call in dialect(api).tool_calls(received)]
     for kind in client.kept_kinds:
         want, got = client.kept_blocks(received, kind), client.kept_blocks(sent, kind)
@@ -290,12 +264,17 @@ def check_outgoing(body: dict, api: str, received: dict, turn: int) -> list[Viol
             out.append(violation(
                 "loop.thinking_preserved", f"the {kind} blocks sent back differ from the ones received",
                 expected=json.dumps(want)[:300], seen=json.dumps(got)[:300], turn=turn,
-                pointer=f"/messages/{idx}/content"))
+                pointer=f"{where}/content" if client.history_key == "messages" else where))
     sent_ids = client.echoed_call_ids(sent)
     if sent_ids is not None and sent_ids != want_ids:
         out.append(violation("loop.tool_result_paired", "the assistant tool_calls sent back differ from the ones received",
                              expected=json.dumps(want_ids), seen=json.dumps(sent_ids), turn=turn,
-                             pointer=f"/messages/{idx}/tool_calls"))
+                             pointer=f"{where}/tool_calls" if client.history_key == "messages" else where))
+    wrong_kind = client.mismatched_results(sent, after)
+    if wrong_kind:
+        out.append(violation("loop.tool_result_paired", f"tool results of the wrong kind for their calls: {wrong_kind}",
+                             expected="a custom_tool_call_output for a custom_tool_call, a function_call_output "
+                             "for a function_call", seen=json.dumps(wrong_kind)[:300], turn=turn, pointer=where))
     got_ids = client.answered_ids(after)
     missing = [i for i in want_ids if got_ids.count(i) == 0]
     doubled = sorted({i for i in got_ids if got_ids.count(i) > 1})
@@ -305,7 +284,7 @@ def check_outgoing(body: dict, api: str, received: dict, turn: int) -> list[Viol
             "loop.tool_result_paired",
             f"tool results do not pair with the tool calls (missing {missing}, repeated {doubled}, unknown {unknown})",
             expected=f"exactly one result for each of {want_ids}", seen=json.dumps(got_ids), turn=turn,
-            pointer=f"/messages/{idx + 1}"))
+            pointer=f"/{client.history_key}/{idx + 1}"))
     return out
 
 
@@ -428,13 +407,14 @@ class LoopDriver:
         # The suite passes its session's sender so a dead target is noticed once for the whole run.
         self.sender = sender
         self.salt_token = salt_token  # --conformance-salt: a run token at the start of the system prompt
+        self._message: Any = None  # the accumulated message whose calls are being answered
 
     # ----- hooks (overridden only by self-tests)
     def echo_assistant(self, message: dict) -> dict:
         return self.conversation.echo_assistant(message)
 
     def result_messages(self, calls: list[CheckedCall], outcomes: list[ToolOutcome]) -> list[dict]:
-        return self.conversation.result_messages([c.id for c in calls], outcomes)
+        return self.conversation.results_for(self._message, [c.id for c in calls], outcomes)
 
     def run_call(self, sandbox: Sandbox, call: CheckedCall) -> ToolOutcome:
         if call.problem:
@@ -444,7 +424,9 @@ class LoopDriver:
     # ----- mechanics
     def _cache_control(self) -> dict:
         body = self.template.request.body
-        holder, key = _prompt_slot(body)
+        if not self.conversation.moves_cache_breakpoint:
+            return {}
+        holder, key = _prompt_slot(body, self.api)
         if isinstance(holder, dict) and key == "text" and isinstance(holder.get("cache_control"), dict):
             return dict(holder["cache_control"])
         return {"type": "ephemeral"}
@@ -573,8 +555,9 @@ class LoopDriver:
                     else:
                         body["tool_choice"] = original_choice
                     forced = False
-                body["messages"].append(self.echo_assistant(message))
-                body["messages"].extend(self.result_messages(calls, record.outcomes))
+                self._message = message
+                self.conversation.append_turn(body, self.echo_assistant(message),
+                                              self.result_messages(calls, record.outcomes))
                 if self.conversation.moves_cache_breakpoint:
                     self._move_cache_control(body, cache_control)
             else:
