@@ -324,5 +324,23 @@ def patch_input(args: object) -> str | None:
     return text if isinstance(text, str) else None
 
 
+# The MCP server a scenario may attach (`mcp_server: "files"`): Codex 0.171.0 offers an MCP
+# server's tools as one `namespace` tool named `mcp__<server>` (measured with a stdio MCP server).
+MCP_FILES_NAMESPACE = "mcp__files"
+MCP_FILES_TOOL = {
+    "type": "namespace", "name": MCP_FILES_NAMESPACE, "description": f"Tools in the {MCP_FILES_NAMESPACE} namespace.",
+    "tools": [{"type": "function", "name": "read_file", "description": "Read a text file of the project",
+               "strict": False, "parameters": {"type": "object", "properties": {"path": {"type": "string"}},
+                                               "required": ["path"]}}],
+}
+
+
+def mcp_output(text: str, wall_s: float) -> list[dict]:
+    """The function_call_output `output` Codex 0.171.0 sends for an MCP tool call: content parts,
+    the first its wall time, then the server's content."""
+    return [{"type": "input_text", "text": f"Wall time: {wall_s:.4f} seconds\nOutput:"},
+            {"type": "input_text", "text": text}]
+
+
 def unknown_tool(name: str) -> str:
     return f"unsupported call: {name}"

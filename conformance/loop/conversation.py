@@ -37,6 +37,7 @@ import re
 import uuid
 from typing import Any
 
+from conformance.loop.codex_tools import MCP_FILES_TOOL
 from conformance.loop.sandbox import ToolOutcome
 from conformance.wire.dialect import ANTHROPIC, OPENAI, RESPONSES
 
@@ -53,6 +54,13 @@ class Conversation:
     moves_cache_breakpoint: bool = False
     # the request key holding the conversation
     history_key: str = "messages"
+    # MCP servers whose tools this client offers in a namespace (a scenario's `mcp_server`)
+    mcp_servers: tuple[str, ...] = ()
+
+    def attach_mcp_server(self, body: dict, server: str) -> None:
+        """Offer an attached MCP server's tools as the client does (in place)."""
+        raise ValueError(f"{type(self).__name__} offers no MCP server tools in a namespace; a scenario with "
+                         f"mcp_server {server!r} runs only on a wire whose client does (the Responses wire, as Codex)")
 
     def history(self, body: dict) -> list:
         items = body.get(self.history_key)
@@ -214,6 +222,7 @@ class CodexConversation(Conversation):
 
     kept_kinds = ("reasoning",)
     history_key = "input"
+    mcp_servers = ("files",)
     # model-side item types: what a turn echoes back
     model_items = ("reasoning", "function_call", "custom_tool_call", "message")
     output_of = {"function_call": "function_call_output", "custom_tool_call": "custom_tool_call_output"}
@@ -259,6 +268,19 @@ class CodexConversation(Conversation):
     def force_tool_call(self, body: dict) -> None:
         body["tool_choice"] = "required"
 
+    def attach_mcp_server(self, body: dict, server: str) -> None:
+        """Codex 0.171.0 offers an MCP server's tools as one `namespace` tool `mcp__<server>`, after
+        its own namespaces and before the goal and hosted tools (measured with a stdio server)."""
+        if server not in self.mcp_servers:
+            super().attach_mcp_server(body, server)
+        tools = body.setdefault("tools", [])
+        at = max((k + 1 for k, t in enumerate(tools) if isinstance(t, dict) and t.get("type") == "namespace"),
+                 default=None)
+        if at is None:
+            at = next((k for k, t in enumerate(tools) if isinstance(t, dict) and t.get("type") not in
+                       ("function", "custom")), len(tools))
+        tools.insert(at, copy.deepcopy(MCP_FILES_TOOL))
+
     def echo_assistant(self, message: Any) -> list[dict]:
         out: list[dict] = []
         for item in self.output_items(message):
@@ -295,7 +317,7 @@ class CodexConversation(Conversation):
             output_type = self.output_of.get(kinds.get(call_id, "function_call"), "function_call_output")
             prefix = "ctco_" if output_type == "custom_tool_call_output" else "fco_"
             out.append({"type": output_type, "id": prefix + str(uuid.uuid4()), "call_id": call_id,
-                        "output": outcome.text})
+                        "output": copy.deepcopy(outcome.parts) if outcome.parts is not None else outcome.text})
         return out
 
     def result_messages(self, call_ids: list[str], outcomes: list[ToolOutcome]) -> list[dict]:

@@ -419,7 +419,9 @@ class LoopDriver:
     def run_call(self, sandbox: Sandbox, call: CheckedCall) -> ToolOutcome:
         if call.problem:
             return sandbox._error(f"The arguments provided to the tool are invalid: {call.problem}")
-        return sandbox.run(call.name, call.arguments)
+        # a freeform (custom) tool's input is its raw text, never JSON
+        args = {"input": call.call.raw} if call.call.kind == "custom" else call.arguments
+        return sandbox.run(call.name, args, namespace=call.call.namespace)
 
     # ----- mechanics
     def _cache_control(self) -> dict:
@@ -473,6 +475,8 @@ class LoopDriver:
                 from conformance.net.client import salted
 
                 body = salted(body, self.api, self.salt_token)
+            if scenario.mcp_server:
+                self.conversation.attach_mcp_server(body, scenario.mcp_server)
             offered = offered_tool_names(self.api, body)
             cache_control = self._cache_control()
             forced = False
@@ -576,6 +580,12 @@ class LoopDriver:
             if not self.keep_sandbox and report.passed:
                 shutil.rmtree(root, ignore_errors=True)
         return report
+
+
+def scenario_runs_on(scenario: Scenario, api: str) -> bool:
+    """Whether the client of `api` can run `scenario` (an attached MCP server needs a client that
+    offers its tools in a namespace)."""
+    return not scenario.mcp_server or scenario.mcp_server in conversation(api).mcp_servers
 
 
 def run_scenario(target: str, api: str, scenario: Scenario, **kwargs) -> LoopReport:

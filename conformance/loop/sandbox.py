@@ -53,6 +53,7 @@ class ToolOutcome:
     text: str
     is_error: bool = False
     explicit_ok: bool = False  # Claude Code marks Bash successes with `is_error: false`
+    parts: list[dict] | None = None  # the output as content parts, where the client sends parts (Codex's MCP calls)
 
 
 @dataclass
@@ -114,15 +115,15 @@ class Sandbox:
         return str(p)
 
     # ---------------------------------------------------------------- dispatch
-    def run(self, name: str, args: dict) -> ToolOutcome:
+    def run(self, name: str, args: dict, namespace: str | None = None) -> ToolOutcome:
         """Run one tool call and return the text the client would send back. Never raises for
-        anything the model did."""
+        anything the model did. `namespace`: the Responses namespace the called tool sits in."""
         try:
             if not isinstance(args, dict):
                 raise SandboxError(f"tool arguments must be a JSON object, got {type(args).__name__}")
-            impl = self._tools().get(name)
+            impl = self._tools().get(name if namespace is None else f"{namespace}.{name}")
             if impl is None:
-                raise SandboxError(self._unknown_tool(name))
+                raise SandboxError(self._unknown_tool(name if namespace is None else f"{namespace}.{name}"))
             outcome = impl(args)
         except SandboxError as exc:
             outcome = self._error(str(exc))
@@ -136,7 +137,8 @@ class Sandbox:
 
     def _tools(self) -> dict:
         if self.client == "codex":
-            return {"exec_command": self.codex_exec_command, "apply_patch": self.codex_apply_patch}
+            return {"exec_command": self.codex_exec_command, "apply_patch": self.codex_apply_patch,
+                    f"{codex_tools.MCP_FILES_NAMESPACE}.read_file": self.codex_mcp_read_file}
         if self.client == "claude-code":
             return {"Read": self.cc_read, "Write": self.cc_write, "Edit": self.cc_edit, "Bash": self.cc_bash,
                     "Glob": self.cc_glob, "Grep": self.cc_grep, "LS": self.cc_ls}
@@ -430,6 +432,17 @@ class Sandbox:
         except (codex_tools.PatchError, OSError, UnicodeError) as exc:
             return ToolOutcome(codex_tools.patch_failure(str(exc)), True)
         return ToolOutcome(codex_tools.patch_output(summary))
+
+    def codex_mcp_read_file(self, args: dict) -> ToolOutcome:
+        """`read_file{path}` of the scenarios' `files` MCP server, as Codex returns an MCP result:
+        content parts, the first `Wall time: S seconds\\nOutput:`."""
+        start = time.monotonic()
+        p = self.resolve(self._arg(args, "path"))
+        if not p.is_file():
+            raise SandboxError(f"{args['path']}: No such file")
+        text = p.read_text(encoding="utf-8", errors="replace")
+        parts = codex_tools.mcp_output(text, time.monotonic() - start)
+        return ToolOutcome("\n".join(x["text"] for x in parts), parts=parts)
 
     # ---------------------------------------------------------------- the Bash interpreter
     def bash(self, command: str, cwd: Path | None = None) -> tuple[str, str, int]:
