@@ -57,6 +57,18 @@ class Conversation:
     # MCP servers whose tools this client offers in a namespace (a scenario's `mcp_server`)
     mcp_servers: tuple[str, ...] = ()
 
+    # the client resumes a stored session by resending its history before the new prompt
+    resumes_sessions: bool = False
+
+    def stored_history(self, body: dict) -> list[dict] | None:
+        """The conversation a later request of a session carries after the client's own context
+        (what a resumed session sends back), or None when it carries none."""
+        return None
+
+    def resume(self, body: dict, history: list[dict]) -> None:
+        """Put a stored session's history before the new prompt (in place)."""
+        raise ValueError(f"{type(self).__name__} does not resume sessions by resending their history")
+
     def attach_mcp_server(self, body: dict, server: str) -> None:
         """Offer an attached MCP server's tools as the client does (in place)."""
         raise ValueError(f"{type(self).__name__} offers no MCP server tools in a namespace; a scenario with "
@@ -223,6 +235,34 @@ class CodexConversation(Conversation):
     kept_kinds = ("reasoning",)
     history_key = "input"
     mcp_servers = ("files",)
+    resumes_sessions = True
+
+    def _first_prompt(self, items: list) -> int | None:
+        """Index of the first user message of the user's own (after Codex's context blocks)."""
+        for k, i in enumerate(items):
+            if isinstance(i, dict) and i.get("role") == "user" and isinstance(i.get("content"), list) and any(
+                    isinstance(p, dict) and isinstance(p.get("text"), str)
+                    and not p["text"].lstrip().startswith(("<", "# AGENTS.md")) for p in i["content"]):
+                return k
+        return None
+
+    def stored_history(self, body: dict) -> list[dict] | None:
+        items = self.history(body)
+        start = self._first_prompt(items)
+        if start is None or not any(isinstance(i, dict) and i.get("type") == "reasoning" and i.get("encrypted_content")
+                                    for i in items[start:]):
+            return None
+        return copy.deepcopy(items[start:])
+
+    def resume(self, body: dict, history: list[dict]) -> None:
+        """`codex exec resume --last PROMPT` (measured on 0.171.0): the stored history — the first
+        prompt, reasoning with its encrypted_content, calls, outputs, the assistant's answer — then
+        the new user message, after the context blocks."""
+        items = self.history(body)
+        holder, _key = self.prompt_slot(body)
+        at = next(k for k, i in enumerate(items) if i is holder or (isinstance(i.get("content"), list)
+                                                                   and any(p is holder for p in i["content"])))
+        items[at:at] = copy.deepcopy(history)
     # model-side item types: what a turn echoes back
     model_items = ("reasoning", "function_call", "custom_tool_call", "message")
     output_of = {"function_call": "function_call_output", "custom_tool_call": "custom_tool_call_output"}
@@ -299,9 +339,11 @@ class CodexConversation(Conversation):
             elif kind == "custom_tool_call":
                 echoed = {"type": "custom_tool_call", "id": item.get("id"), "status": item.get("status", "completed"),
                           "call_id": item.get("call_id"), "name": item.get("name"), "input": item.get("input")}
-            elif kind == "message":
-                echoed = {"type": "message", "role": "assistant", "id": item.get("id"),
-                          "content": [{"type": "output_text", "text": p.get("text", "")}
+            elif kind == "message":  # measured in a resumed session's history
+                echoed = {"type": "message", "status": item.get("status", "completed"), "id": item.get("id"),
+                          "role": "assistant",
+                          "content": [{"type": "output_text", "text": p.get("text", ""),
+                                       "annotations": copy.deepcopy(p.get("annotations") or [])}
                                       for p in item.get("content") or [] if isinstance(p, dict)
                                       and p.get("type") == "output_text"]}
             else:

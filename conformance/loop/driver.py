@@ -63,7 +63,7 @@ from conformance.core.results import Result
 from conformance.loop.conversation import Conversation, conversation
 from conformance.loop.sandbox import Sandbox, ToolOutcome
 from conformance.loop.scenarios import Scenario, check_completion
-from conformance.loop.tools import CLIENT_FOR_API, offered_tool_names
+from conformance.loop.tools import CLIENT_FOR_API, LOOP_TOOLS, offered_tool_names
 from conformance.net.transport import Deadlines, RawExchange
 from conformance.report.text import ConformanceFailure
 from conformance.wire.dialect import Dialect, ToolCall, dialect
@@ -114,8 +114,9 @@ def _first_loop_request(cap: Capture, api: str) -> CapturedRequest | None:
 def find_template(api: str, root: Path | str | None = None, *, fallback: bool = True) -> Template:
     """The real client's first tool-bearing request for `api` from the capture corpus.
 
-    Preference: the client that speaks this dialect (Claude Code / opencode); case `default`, then a
-    `*tool-loop*` case; the newest client version. Falls back to the bundled recording when the corpus has none."""
+    Preference: the client that speaks this dialect (Claude Code / opencode / Codex); a request
+    offering the client's loop tools (`LOOP_TOOLS`: Codex's freeform apply_patch); case `default`,
+    then a `*tool-loop*` case; the newest client version. Falls back to the bundled recording when the corpus has none."""
     if api not in CLIENT_FOR_API:
         raise ValueError(f"api must be one of {sorted(CLIENT_FOR_API)}, got {api!r}")
     client = CLIENT_FOR_API[api]
@@ -134,7 +135,10 @@ def find_template(api: str, root: Path | str | None = None, *, fallback: bool = 
                 continue
             req = _first_loop_request(cap, api)
             if req is not None:
-                rank = (cap.case == "default", "tool-loop" in cap.case, _version_key(cap.client_version), str(f))
+                offered = set(offered_tool_names(api, req.body))
+                complete = all(t in offered for t in LOOP_TOOLS.get(client, ()))
+                rank = (complete, cap.case == "default", "tool-loop" in cap.case, _version_key(cap.client_version),
+                        str(f))
                 candidates.append((rank, req, cap, f))
     if candidates:
         candidates.sort(key=lambda c: c[0], reverse=True)
@@ -148,6 +152,39 @@ def find_template(api: str, root: Path | str | None = None, *, fallback: bool = 
     if req is None:  # pragma: no cover - bundled data is tested
         raise TemplateError(f"bundled template {f} holds no usable first request")
     return Template(req, f"{cap.id} (bundled fallback {f.name}; captured/ has no {client} first request)")
+
+
+def find_stored_history(api: str, root: Path | str | None = None) -> tuple[list[dict], str]:
+    """A stored session of the client of `api` to resume: the history a later request of a
+    captured conversation carries (the one with the most reasoning items carrying
+    encrypted_content), and where it came from. Falls back to the bundled recording."""
+    client = CLIENT_FOR_API[api]
+    talk = conversation(api)
+    try:
+        root_path = Path(root) if root is not None else captured_dir()
+    except FileNotFoundError:
+        root_path = None
+    files = list(iter_capture_files(root_path)) if root_path is not None and root_path.exists() else []
+    best: tuple[int, list[dict], str] | None = None
+    for f in [*files, TEMPLATES_DIR / f"{client}.json"]:
+        if best is not None and f.parent == TEMPLATES_DIR:
+            break  # the corpus had one: the bundled recording is only a fallback
+        try:
+            cap = load_capture(f)
+        except CaptureFormatError:
+            continue
+        if cap.client != client:
+            continue
+        for n, ex in enumerate(cap.main_exchanges(), 1):
+            body = ex.request.body
+            history = talk.stored_history(body) if isinstance(body, dict) and ex.request.api == api else None
+            if history:
+                weight = sum(1 for i in history if i.get("type") == "reasoning" and i.get("encrypted_content"))
+                if best is None or weight > best[0]:
+                    best = (weight, history, f"{cap.id}#{n} ({f})")
+    if best is None:  # pragma: no cover - bundled data is tested
+        raise TemplateError(f"no stored {client} session with reasoning items under {root_path} or {TEMPLATES_DIR}")
+    return best[1], best[2]
 
 
 # ---------------------------------------------------------------------------------- first request
@@ -400,6 +437,7 @@ class LoopDriver:
         self.expect_model = expect_model if expect_model is not None else model
         self.api_key = api_key or "sk-conformance"
         self.deadlines = deadlines or Deadlines(connect=10, first_content=60, total=180)
+        self.captured_root = captured_root
         self.template = template or find_template(api, captured_root)
         self.workdir = Path(workdir) if workdir else None
         self.keep_sandbox = keep_sandbox
@@ -477,6 +515,10 @@ class LoopDriver:
                 body = salted(body, self.api, self.salt_token)
             if scenario.mcp_server:
                 self.conversation.attach_mcp_server(body, scenario.mcp_server)
+            if scenario.resume:
+                history, source = find_stored_history(self.api, self.captured_root)
+                self.conversation.resume(body, history)
+                report.template += f"; resumed session {source}"
             offered = offered_tool_names(self.api, body)
             cache_control = self._cache_control()
             forced = False
@@ -584,8 +626,10 @@ class LoopDriver:
 
 def scenario_runs_on(scenario: Scenario, api: str) -> bool:
     """Whether the client of `api` can run `scenario` (an attached MCP server needs a client that
-    offers its tools in a namespace)."""
-    return not scenario.mcp_server or scenario.mcp_server in conversation(api).mcp_servers
+    offers its tools in a namespace; a resumed session, one that resends the stored history)."""
+    client = conversation(api)
+    return (not scenario.mcp_server or scenario.mcp_server in client.mcp_servers) and (
+        not scenario.resume or client.resumes_sessions)
 
 
 def run_scenario(target: str, api: str, scenario: Scenario, **kwargs) -> LoopReport:

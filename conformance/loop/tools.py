@@ -28,6 +28,10 @@ SANDBOX_TOOLS = {
     "codex": ("exec_command", "apply_patch"),
 }
 
+# Tools a client's first request must offer to serve as a loop template: Codex offers apply_patch
+# only with a model catalog entry that enables it (captures without one edit through the shell).
+LOOP_TOOLS = {"codex": ("exec_command", "apply_patch")}
+
 # The path argument of each file tool, per client.
 PATH_ARGUMENT = {"claude-code": "file_path", "opencode": "filePath"}
 
