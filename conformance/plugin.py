@@ -49,7 +49,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="the model expected to answer when SENT is asked (a router alias); repeatable or comma-separated")
     g.addoption("--conformance-api-key", metavar="KEY",
                 help="API key, sent the way each client sends it (env CONFORMANCE_API_KEY)")
-    g.addoption("--conformance-client", choices=("all", "claude-code", "opencode"), default=None,
+    g.addoption("--conformance-client", choices=("all", "claude-code", "opencode", "codex"), default=None,
                 help="which client's captures to replay (default all)")
     g.addoption("--conformance-captures", metavar="DIR|FILE",
                 help="captures folder or one capture file (default: the bundled captured/)")

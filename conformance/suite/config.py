@@ -22,7 +22,7 @@ from typing import Any
 from conformance.net.transport import Deadlines
 
 APIS = ("auto", "anthropic", "openai")
-CLIENTS = ("all", "claude-code", "opencode")
+CLIENTS = ("all", "claude-code", "opencode", "codex")
 
 
 class ConfigError(ValueError):
