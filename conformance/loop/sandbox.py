@@ -427,11 +427,12 @@ class Sandbox:
             return ToolOutcome(codex_tools.patch_failure(
                 "the patch text is missing; send the patch as the tool's raw input, from "
                 "'*** Begin Patch' to '*** End Patch'"), True)
+        start = time.monotonic()
         try:
             summary = codex_tools.apply_patch_text(self.root, text)
         except (codex_tools.PatchError, OSError, UnicodeError) as exc:
             return ToolOutcome(codex_tools.patch_failure(str(exc)), True)
-        return ToolOutcome(codex_tools.patch_output(summary))
+        return ToolOutcome(codex_tools.patch_output(summary, time.monotonic() - start))
 
     def codex_mcp_read_file(self, args: dict) -> ToolOutcome:
         """`read_file{path}` of the scenarios' `files` MCP server, as Codex returns an MCP result:
