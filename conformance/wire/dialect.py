@@ -514,7 +514,7 @@ class ResponsesDialect(Dialect):
             kind = json.loads(data).get("type")
         except (ValueError, AttributeError):
             return False
-        return kind in _RESPONSES_CONTENT_EVENTS
+        return isinstance(kind, str) and kind in _RESPONSES_CONTENT_EVENTS
 
     def tool_calls(self, message: Any, unparsed_input: dict[str, str] | None = None) -> list[ToolCall]:
         """`function_call` items (arguments a JSON string, read like chat's) and `custom_tool_call`
