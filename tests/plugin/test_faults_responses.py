@@ -149,3 +149,11 @@ def test_print_detection_matrix():
     """Printed with -s: the Responses rows of the detection matrix."""
     for fault, verdict in sorted(MATRIX.items()):
         print(f"{fault:32s} {verdict}")
+
+
+def test_the_option_choices_are_the_configs():
+    from conformance import plugin
+    from conformance.suite import config
+
+    assert plugin.APIS == config.APIS and plugin.CLIENTS == config.CLIENTS
+    assert "responses" in config.APIS and "codex" in config.CLIENTS

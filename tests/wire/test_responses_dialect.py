@@ -156,3 +156,9 @@ def test_unoffered_and_malformed_calls():
     assert _ids(found) == {tools.NAME_OFFERED}
     found, _ = _check(rs.function_call("exec_command", '{"cmd": '))
     assert _ids(found) == {tools.ARGUMENTS_SCHEMA}
+
+
+def test_cut_vocabulary_is_the_wire_modules_own():
+    from conformance.wire import responses
+
+    assert RESPONSES.stops.cut == responses.CUT_REASONS and RESPONSES.stops.caps <= RESPONSES.stops.cut
