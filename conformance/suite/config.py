@@ -21,7 +21,7 @@ from typing import Any
 
 from conformance.net.transport import Deadlines
 
-APIS = ("auto", "anthropic", "openai")
+APIS = ("auto", "anthropic", "openai", "responses")
 CLIENTS = ("all", "claude-code", "opencode", "codex")
 
 

@@ -361,9 +361,8 @@ class StreamMachine:
                         severity="warning", expected="response.usage", seen=json.dumps(usage),
                         pointer="/response/usage")
             else:
-                for v in _usage_problems(usage, USAGE, "/response/usage"):
-                    v.event_index, v.event_type = ev.index, etype
-                    self.violations.append(v)
+                self.violations += _usage_problems(usage, USAGE, "/response/usage", event_index=ev.index,
+                                                   event_type=etype)
             cap = self.request.get("max_output_tokens")
             out = usage.get("output_tokens") if isinstance(usage, dict) else None
             if (status == "incomplete" and reason == "max_output_tokens" and isinstance(cap, int)
@@ -646,26 +645,26 @@ def _preview_text(value: Any) -> str:
     return repr(text[:120] + ("…" if len(text) > 120 else ""))
 
 
-def _usage_problems(usage: Any, check_id: str, base: str) -> list[Violation]:
+def _usage_problems(usage: Any, check_id: str, base: str, **where: Any) -> list[Violation]:
     if not isinstance(usage, dict):
         return []
     i, o, t = (usage.get(k) for k in ("input_tokens", "output_tokens", "total_tokens"))
     out: list[Violation] = []
     if all(type(x) is int for x in (i, o, t)) and i + o != t:
         out.append(violation(check_id, f"usage.total_tokens {t} is not input_tokens {i} + output_tokens {o}",
-                             expected=i + o, seen=t, pointer=f"{base}/total_tokens"))
+                             expected=i + o, seen=t, pointer=f"{base}/total_tokens", **where))
     details = usage.get("output_tokens_details")
     r = details.get("reasoning_tokens") if isinstance(details, dict) else None
     if type(r) is int and type(o) is int and r > o:
         out.append(violation(check_id, f"reasoning_tokens {r} exceed output_tokens {o} (reasoning is part of the "
                              "output)", severity="warning", expected=f"<= {o}", seen=r,
-                             pointer=f"{base}/output_tokens_details/reasoning_tokens"))
+                             pointer=f"{base}/output_tokens_details/reasoning_tokens", **where))
     cached = usage.get("input_tokens_details")
     c = cached.get("cached_tokens") if isinstance(cached, dict) else None
     if type(c) is int and type(i) is int and c > i:
         out.append(violation(check_id, f"cached_tokens {c} exceed input_tokens {i} (cached tokens are part of the "
                              "input)", severity="warning", expected=f"<= {i}", seen=c,
-                             pointer=f"{base}/input_tokens_details/cached_tokens"))
+                             pointer=f"{base}/input_tokens_details/cached_tokens", **where))
     return out
 
 
@@ -748,6 +747,7 @@ def content_started(buf: bytes) -> bool:
         data, _err = load_json(ev.data)
         if not isinstance(data, dict):
             return True  # garbage is an answer too: let the judge see it
-        if data.get("type") in _CONTENT_EVENTS or ev.event in _CONTENT_EVENTS:
+        kind = data.get("type")
+        if (isinstance(kind, str) and kind in _CONTENT_EVENTS) or ev.event in _CONTENT_EVENTS:
             return True
     return False
