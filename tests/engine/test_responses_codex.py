@@ -156,7 +156,8 @@ def test_namespaced_tool_call_keeps_name_and_namespace(engine_url):
     assert call["name"] == "wait_agent" and call["namespace"] == "multi_agent_v1"
 
 
-@pytest.mark.parametrize("case", ["plain", "exec-loop", "apply-patch-loop", "multi-turn-reasoning", "no-web-search"])
+@pytest.mark.parametrize("case", ["plain", "exec-loop", "apply-patch-loop", "multi-turn-reasoning", "namespace-call",
+                                  "no-web-search"])
 def test_codex_corpus_through_the_sdk_non_stream(engine_url, case):
     import openai
 
