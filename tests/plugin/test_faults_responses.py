@@ -4,15 +4,15 @@ fails with the row's check id and nothing unrelated. A target without /v1/respon
 under `auto` (and the summary says the Codex corpus was not run, and why) but fails
 `suite.responses.available` when Codex is selected.
 
-The corpus is the bundled one plus one derived capture: no Codex request forces a call, so the
-namespaced tool is reached by a copy of the plain request whose tool_choice names `wait_agent`
-(a tool inside the `multi_agent_v1` namespace); the table's rows are judged on the whole set.
+The corpus is the bundled one as recorded from the real CLI; its namespace-call capture holds a
+real call of a tool inside a namespace (Codex offers an attached MCP server as `mcp__files`).
+Each fault must show on exactly the captures it can affect (`SHOWS_ON`) and leave the others green.
 """
 
 from __future__ import annotations
 
-import copy
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -28,9 +28,20 @@ REPLAY_ONLY = str(SUITE_DIR / "test_replay.py") + "::test_replay"
 SMALL = Path(__file__).resolve().parent / "small"
 # Summary ids recorded beside a specific wire rule: part of the same finding.
 UMBRELLA = {"suite.stream.wellformed", "suite.response.wellformed", "suite.error.envelope"}
-# A flattened name is not the name a forced tool_choice asked for either: the derived capture
-# forces the namespaced tool, so the choice check sees the same finding.
-SAME_FINDING = {"namespace-flattened": {"tools.choice_honoured"}}
+SAME_FINDING: dict[str, set[str]] = {}
+# The captures a fault shows on (the others must stay green: a fault changes only what it names).
+LOOPS = {"exec-loop", "apply-patch-loop", "multi-turn-reasoning", "namespace-call"}
+SHOWS_ON = {
+    "custom-tool-as-function": {"apply-patch-loop", "multi-turn-reasoning"},
+    "custom-tool-dropped": {"apply-patch-loop", "multi-turn-reasoning"},
+    "namespace-flattened": {"namespace-call"},
+    "multi-turn-items-rejected": LOOPS,
+    "foreign-reasoning-rejected": LOOPS,
+    "hosted-tool-rejected": LOOPS | {"plain"},  # every request that offers web_search
+    "terminal-event-missing": LOOPS | {"plain", "no-web-search"},
+    "sequence-number-gap": LOOPS | {"plain", "no-web-search"},
+    "done-text-mismatch": LOOPS | {"plain", "no-web-search"},
+}
 # The default run keeps the rows whose checks only the suite can see (a kind of call, an endpoint);
 # the stream-grammar rows (proven at the byte level by tests/wire/test_responses.py) and the
 # refusals (suite.request.accepted, shared with every wire) run with -m slow (~10 s each).
@@ -40,20 +51,16 @@ MATRIX: dict[str, str] = {}
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> Path:
-    """The bundled Codex captures and the derived namespace capture, in one folder."""
+    """The bundled Codex captures, in one folder."""
     root = tmp_path_factory.mktemp("codex-corpus")
     for f in sorted(CODEX.glob("*/*.json")):
-        (root / f.name).write_bytes(f.read_bytes())
-    plain = json.loads((CODEX / "0.171.0" / "plain.json").read_text(encoding="utf-8"))
-    derived = copy.deepcopy(plain)
-    derived["case"] = "namespace-call"
-    derived["description"] = ("plain.json with tool_choice forcing wait_agent, a tool of the multi_agent_v1 "
-                              "namespace (derived by tests/plugin/test_faults_responses.py)")
-    for ex in derived["exchanges"]:
-        if isinstance(ex["request"].get("body"), dict) and ex["request"]["body"].get("tools"):
-            ex["request"]["body"]["tool_choice"] = {"type": "function", "name": "wait_agent"}
-    (root / "namespace-call.json").write_text(json.dumps(derived), encoding="utf-8")
+        shutil.copyfile(f, root / f.name)
     return root
+
+
+def _cases_failing(run, check_id: str) -> set[str]:
+    return {r.test_id.rsplit("/", 1)[-1].rstrip("]") for r in run.results
+            if r.check_id == check_id and r.outcome in ("failed", "error")}
 
 
 def _judge(run, row) -> tuple[set[str], set[str]]:
@@ -92,7 +99,18 @@ def test_responses_fault_detected(pytester, row, suite, corpus):
                             + (f"; unrelated: {', '.join(sorted(unrelated))}" if unrelated else ""))
     assert caught, f"{row['fault']} not detected; failed checks: {run.failed_checks}"
     assert not unrelated, f"{row['fault']}: unrelated checks failed: {unrelated}"
+    if row["fault"] in SHOWS_ON:
+        assert set().union(*(_cases_failing(run, c) for c in caught)) == SHOWS_ON[row["fault"]]
     assert run.outcome.ret == 1
+
+
+def test_every_responses_fault_has_a_row():
+    from conformance.engine.faults import FAULTS
+
+    responses_faults = {"custom-tool-as-function", "custom-tool-dropped", "namespace-flattened",
+                        "multi-turn-items-rejected", "foreign-reasoning-rejected", "hosted-tool-rejected",
+                        "responses-missing", "terminal-event-missing", "sequence-number-gap", "done-text-mismatch"}
+    assert {r["fault"] for r in ROWS} == responses_faults <= set(FAULTS)
 
 
 def test_auto_skips_the_codex_corpus_on_a_chat_only_target_and_says_why(pytester, suite, corpus, tmp_path):
