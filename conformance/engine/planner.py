@@ -132,7 +132,11 @@ def _calls_in_words(text: str, calls: list[tuple[str, dict]]) -> str:
     to make: the step described in words, with neither a template's call marker nor call JSON."""
     steps = []
     for name, args in calls:
-        target = next((v.strip() for v in args.values() if isinstance(v, str) and v.strip()), "")
+        if isinstance(args, dict):
+            target = next((v.strip() for v in args.values() if isinstance(v, str) and v.strip()), "")
+        else:  # a freeform (custom) tool's raw input, e.g. a patch: name its file, never the patch itself
+            named = re.search(r"\*\*\* (?:Add|Update|Delete) File: (.+)", str(args))
+            target = named.group(1).strip() if named else ""
         steps.append(f"use the {name} tool" + (f" on {target[:80]}" if target else ""))
     said = f"To do this, I would {' and then '.join(steps)}. Let me know if you want me to go ahead."
     return f"{text}\n\n{said}" if text else said
