@@ -71,6 +71,9 @@ STACKS: tuple[Stack, ...] = (
           description="LiteLLM /v1/responses (openai/ model) to the engine's /v1/responses: the Codex corpus "
                       "and the Codex loop",
           extra_args=("--conformance-client", "codex")),
+    Stack("llamacpp-codex", "responses", ("Codex captures (trimmed)", "llama.cpp server /v1/responses"),
+          "llamacpp", real_model=True, description="llama.cpp's own Responses endpoint, Gemma 3 270M",
+          extra_args=("--conformance-client", "codex")),
 )
 
 
