@@ -193,6 +193,16 @@ def finish(pytest_session: pytest.Session, session: SuiteSession) -> None:
     cfg = session.config
     meta = {**run_facts(session), "salt": "on" if cfg.salt else "off"}
     session.summary_path = write_summary(session.report_dir, meta)
+    # report.html and the run's settings (what `conformance report compare` reads), once, here
+    from conformance.report.compare import write_run_settings
+    from conformance.report.html import write_html
+
+    write_run_settings(session.results_dir, {**meta, "markers": config.getoption("markexpr", "") or ""},
+                       {"salt": cfg.salt, "deadline_connect": cfg.deadline_connect,
+                        "deadline_first_content": cfg.deadline_first_content,
+                        "deadline_total": cfg.deadline_total, "model_map": dict(cfg.model_map),
+                        "model": cfg.model or "", "api": cfg.api})
+    session.html_path = write_html(session.report_dir, meta, baseline=getattr(session, "baseline", None))
     if cfg.baseline_write is not None:
         from conformance.core.results import read_results
         from conformance.report.baseline import write
@@ -222,6 +232,9 @@ def terminal_summary(tr, session: SuiteSession) -> None:
     path = getattr(session, "summary_path", None)
     if path:
         tr.write_line(f"summary: {path}")
+    html_path = getattr(session, "html_path", None)
+    if html_path:
+        tr.write_line(f"report: {html_path}")
     failures = session.report_dir / "failures"
     if failures.is_dir() and any(failures.iterdir()):
         tr.write_line(f"failure folders (request, raw response, curl, replay command): {failures}/")
