@@ -196,13 +196,13 @@ def load_plots(results: list[Result]) -> list[str]:
     rec = _latest(results, "load.throughput", prefer_most="levels")
     if rec is None:
         return []
-    levels = [lv for lv in rec.details.get("levels", []) if isinstance(lv, dict) and "level" in lv]
+    levels = [lv for lv in rec.details.get("levels", []) if isinstance(lv, dict) and svg.number(lv.get("level"))]
     if not levels:
         return []
     acc = next((r for r in reversed(results) if r.check_id == "load.concurrency_acceptance"
                 and r.test_id == rec.test_id), None)
-    broke = (acc.details or {}).get("broke_at") if acc is not None else None
-    marks = [svg.Mark(float(broke), f"broke at {broke}")] if broke else []
+    broke = svg.number((acc.details or {}).get("broke_at")) if acc is not None else None
+    marks = [svg.Mark(broke, f"broke at {broke:g}")] if broke else []
     limited = [float(lv["level"]) for lv in levels if lv.get("client_limited")]
     x = [float(lv["level"]) for lv in levels]
     thr = svg.LineChart("throughput", "Throughput vs concurrency", "requests in flight", "output tokens/s",
@@ -267,7 +267,7 @@ def context_plot(results: list[Result]) -> list[str]:
     if d.get("accepted_at_least") is not None:
         bars.append(("accepted at least", d.get("accepted_at_least")))
     return [svg.bar_chart("context", "Context: advertised vs accepted (tokens)", bars,
-                          reference=float(d["advertised"]), reference_label="advertised")]
+                          reference=svg.number(d["advertised"]), reference_label="advertised")]
 
 
 def phase_plots(results: list[Result]) -> list[str]:
@@ -279,7 +279,8 @@ def phase_plots(results: list[Result]) -> list[str]:
         if rec is None:
             continue
         pts = [p for p in rec.details.get("points", []) if isinstance(p, dict)]
-        xs = [float(p.get("x", 0)) for p in pts]
+        pts = [p for p in pts if svg.number(p.get("x"))]
+        xs = [float(p["x"]) for p in pts]
 
         def col(name: str, pts=pts) -> list[float | None]:
             return [p.get(name) for p in pts]

@@ -78,7 +78,16 @@ def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     return out
 
 
+def number(value: object) -> float | None:
+    """A figure as a float, or None: a record's figure can be anything (it is data, not code)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
 def line_chart(chart: LineChart) -> str:
+    chart.series = [Series(s.name, [(x, number(y)) for x, y in s.points if number(x) is not None], s.dashed)
+                    for s in chart.series]
     xs = sorted({x for s in chart.series for x, _ in s.points} | {m.x for m in chart.marks} | set(chart.shaded))
     ys = [y for s in chart.series for _, y in s.points if y is not None]
     out = [f'<svg class="plot" data-plot="{xml_text(chart.name)}" viewBox="0 0 {W} {H}" role="img" '
@@ -175,6 +184,7 @@ def heatmap(name: str, title: str, rows: Sequence[str], cols: Sequence[str],
         out.append(f'<text x="{left - 6}" y="{top + ch * i + ch / 2 + 4}" text-anchor="end" class="tick">{xml_text(r)}</text>')
         for j, c in enumerate(cols):
             value, label = cells.get((r, c), (None, ""))
+            value = number(value)
             if value is None:
                 fill = "#ccc"
             else:
@@ -195,6 +205,7 @@ def bar_chart(name: str, title: str, bars: Sequence[tuple[str, float | None]], *
     bh, left, top = 26, 230, 30
     w = 560
     h = top + bh * max(len(bars), 1) + 24
+    bars = [(label, number(v)) for label, v in bars]
     vals = [v for _, v in bars if v is not None] + ([reference] if reference is not None else [])
     hi = max(vals) * 1.15 if vals and max(vals) > 0 else 1.0
     pw = w - left - 60
