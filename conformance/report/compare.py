@@ -13,8 +13,8 @@ Rules:
   apart, never as flips.
 - Figures: every numeric leaf of a record's details present in both runs, as B / A.
 - Phases (`load.phase.*`, each point with `min`/`median`/`max` over `repeats`): a phase *moved*
-  when the two runs' [min, max] ranges do not overlap; otherwise it is *unchanged within the
-  spread*. A point measured once in either run is "seen once: not a result", never a verdict.
+  when B's [min, max] lies wholly outside A's spread ([min, max], widened to at least
+  NOISE_FLOOR of A's median on each side); otherwise it is *unchanged within the spread*. A point measured once in either run is "seen once: not a result", never a verdict.
 """
 
 from __future__ import annotations
@@ -31,9 +31,12 @@ from conformance.report.summary import _RANK
 
 RUN_FILE = "run.json"
 NOT_RECORDED = "(not recorded)"
+# Timer and scheduling noise that three repeats on a shared machine cannot show: a phase "moves"
+# only beyond its repeats' spread and at least this fraction of its median.
+NOISE_FLOOR = 0.05
 PHASE_CHECKS = ("load.phase.prefill_rate", "load.phase.decode_rate")
 _SKIP_FIGURES = ("timestamp", "status", "record_version", "limit", "level", "x", "concurrency", "parallel",
-                 "repeats", "fraction", "depth")
+                 "repeats", "fraction", "depth", "values")
 
 
 class CompareError(ValueError):
@@ -183,9 +186,12 @@ def _phase_verdict(a: dict[str, Any], b: dict[str, Any]) -> tuple[str, float | N
     ratio = round(b["median"] / a["median"], 3) if a.get("median") and b.get("median") is not None else None
     if min(int(a.get("repeats") or 1), int(b.get("repeats") or 1)) < 2:
         return "seen once: not a result", ratio
-    if b["min"] > a["max"]:
+    # the spread of a few repeats, never narrower than NOISE_FLOOR of the median on either side
+    floor = NOISE_FLOOR * float(a["median"] or 0)
+    lo, hi = min(float(a["min"]), float(a["median"]) - floor), max(float(a["max"]), float(a["median"]) + floor)
+    if b["min"] > hi:
         return "moved up", ratio
-    if b["max"] < a["min"]:
+    if b["max"] < lo:
         return "moved down", ratio
     return "unchanged within the spread", ratio
 
@@ -275,10 +281,35 @@ def _sections(c: Comparison) -> list[tuple[str, list[str], list[list[Any]]]]:
     return out
 
 
+def phase_summary(c: Comparison) -> list[str]:
+    """One line per phase: moved (which way, by how much, at how many points) or not."""
+    out = []
+    for check_id in PHASE_CHECKS:
+        pts = [p for p in c.phases if p.check_id == check_id]
+        if not pts:
+            continue
+        phase = check_id.rsplit(".", 1)[1].removesuffix("_rate")
+        moved = [p for p in pts if p.verdict.startswith("moved")]
+        judged = [p for p in pts if p.verdict.startswith(("moved", "unchanged"))]
+        once = len(pts) - len(judged)
+        tail = f"; {once} point(s) seen once or not measured: not a result" if once else ""
+        if moved:
+            ways = sorted({p.verdict for p in moved})
+            ratios = ", ".join(f"{p.point} x{p.ratio}" for p in moved)
+            out.append(f"{phase}: {' and '.join(ways)} beyond the spread of the repeats at {len(moved)} of "
+                       f"{len(judged)} point(s) ({ratios}){tail}")
+        elif judged:
+            out.append(f"{phase}: unchanged within the spread of the repeats at all {len(judged)} point(s){tail}")
+        else:
+            out.append(f"{phase}: no point measured more than once in both runs: nothing to say{tail}")
+    return out
+
+
 def _intro(c: Comparison) -> list[str]:
     return [f"A: {c.a.folder} ({len(c.a.results)} records)", f"B: {c.b.folder} ({len(c.b.results)} records)",
             f"API: {', '.join(sorted(c.a.apis | c.b.apis)) or '(unknown)'}",
-            f"{len(c.flips)} verdict(s) flipped; {c.only_a} verdict(s) only in A, {c.only_b} only in B"]
+            f"{len(c.flips)} verdict(s) flipped; {c.only_a} verdict(s) only in A, {c.only_b} only in B",
+            *phase_summary(c)]
 
 
 def render_markdown(c: Comparison) -> str:
