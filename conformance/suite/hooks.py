@@ -59,6 +59,27 @@ def configure(config: pytest.Config, key, suite_dir: Path) -> None:
         from conformance.report.artifacts import prepare
 
         prepare(session.report_dir)
+    if workerinput is None:
+        _progress_past_capture(config)
+
+
+def _progress_past_capture(config: pytest.Config) -> None:
+    """The long probes' progress lines reach the terminal while pytest captures the test's output
+    (xdist workers have no terminal: their lines stay in the captured output)."""
+    import sys
+
+    from conformance.probes import progress
+
+    capman = config.pluginmanager.getplugin("capturemanager")
+    if capman is None:
+        return
+
+    def sink(line: str) -> None:
+        with capman.global_and_fixture_disabled():
+            sys.stderr.write(progress.PREFIX + line + "\n")
+            sys.stderr.flush()
+
+    progress.set_sink(sink)
 
 
 def configure_node(node, key) -> None:
@@ -186,6 +207,9 @@ def run_facts(session: SuiteSession) -> dict[str, str]:
 # ----------------------------------------------------------------------------- end of session
 def finish(pytest_session: pytest.Session, session: SuiteSession) -> None:
     config = pytest_session.config
+    from conformance.probes import progress
+
+    progress.set_sink(None)  # the capture manager of this session ends with it
     if not _is_controller(config):
         return
     from conformance.report.summary import write_summary
