@@ -102,3 +102,22 @@ def test_a_long_step_is_never_silent():
     assert lines[0] == "slow thing"
     beats = [line for line in lines if "still running" in line]
     assert 3 <= len(beats) <= 6
+
+
+def test_a_peer_stack_run_says_which_stack_and_how_far_along(tmp_path, capsys):
+    import time
+
+    from conformance.peers.run import _progress_while_running
+
+    log = tmp_path / "stack.log"
+    log.write_text("collecting ...\n")
+    stop = _progress_while_running("[litellm-reference] (stack 2/5)", log, every=0.05)
+    time.sleep(0.12)
+    log.write_text("collecting ...\n........                 [ 40%]\n")
+    time.sleep(0.12)
+    stop.set()
+    time.sleep(0.06)
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("peers: [litellm-reference]")]
+    assert len(lines) >= 3
+    assert all("(stack 2/5) running for" in ln for ln in lines)
+    assert lines[0].endswith("collecting ...") and lines[-1].endswith("[ 40%]")
