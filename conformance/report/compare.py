@@ -273,6 +273,12 @@ def _sections(c: Comparison) -> list[tuple[str, list[str], list[list[Any]]]]:
         (f"Verdicts that flipped ({len(c.flips)})", ["test", "check", "A", "B", "direction", "layer", "message"],
          [[f.test_id, f.check_id, f.before, f.after, f.direction, f.layer, f.message] for f in c.flips]),
     ]
+    by_check: dict[tuple[str, str], dict[str, int]] = {}
+    for f in c.flips:
+        counts = by_check.setdefault((f.check_id, f.layer), {"broke": 0, "fixed": 0, "changed": 0})
+        counts[f.direction] += 1
+    out.append(("Flips by check and layer", ["check", "layer", "broke", "fixed", "changed"],
+                [[check, layer, n["broke"], n["fixed"], n["changed"]] for (check, layer), n in sorted(by_check.items())]))
     if c.phases:
         out.append(("Phases: which moved beyond the spread of the repeats", ["phase", "point", "A median [min..max] xK",
                                                                             "B median [min..max] xK", "B/A", "verdict"],

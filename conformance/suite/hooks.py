@@ -221,12 +221,13 @@ def finish(pytest_session: pytest.Session, session: SuiteSession) -> None:
     from conformance.report.compare import write_run_settings
     from conformance.report.html import write_html
 
-    write_run_settings(session.results_dir, {**meta, "markers": config.getoption("markexpr", "") or ""},
-                       {"salt": cfg.salt, "deadline_connect": cfg.deadline_connect,
-                        "deadline_first_content": cfg.deadline_first_content,
-                        "deadline_total": cfg.deadline_total, "model_map": dict(cfg.model_map),
-                        "model": cfg.model or "", "api": cfg.api})
-    session.html_path = write_html(session.report_dir, meta, baseline=getattr(session, "baseline", None))
+    if session.results_dir.is_dir():  # a run that recorded nothing (collect-only, no test) gets no report
+        write_run_settings(session.results_dir, {**meta, "markers": config.getoption("markexpr", "") or ""},
+                           {"salt": cfg.salt, "deadline_connect": cfg.deadline_connect,
+                            "deadline_first_content": cfg.deadline_first_content,
+                            "deadline_total": cfg.deadline_total, "model_map": dict(cfg.model_map),
+                            "model": cfg.model or "", "api": cfg.api})
+        session.html_path = write_html(session.report_dir, meta, baseline=getattr(session, "baseline", None))
     if cfg.baseline_write is not None:
         from conformance.core.results import read_results
         from conformance.report.baseline import write

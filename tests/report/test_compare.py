@@ -129,3 +129,19 @@ def test_phase_verdicts_and_seen_once(tmp_path):
     c = compare(load_run(a), load_run(once))
     assert {p.verdict for p in c.phases} == {"seen once: not a result"}
     assert "moved" not in " ".join(p.verdict for p in c.phases)
+
+
+def test_report_html_rerenders_a_copied_report_folder(faulty_run, tmp_path):
+    import shutil
+
+    copy = tmp_path / "copied"
+    shutil.copytree(faulty_run, copy)
+    (copy / "report.html").unlink()
+    proc = _cli("html", str(copy), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    html = (copy / "report.html").read_text()
+    assert "--fault stop-sequence-missing" in html and "<span>stream.stop_sequence_present</span>" in html
+    proc = _cli("html", str(tmp_path / "empty-nothing"), cwd=tmp_path)
+    assert proc.returncode == 2 and "no results/ folder" in proc.stderr
+    proc = _cli(cwd=tmp_path)
+    assert proc.returncode == 2 and "report compare RUN_A RUN_B" in proc.stderr
