@@ -4,8 +4,10 @@ Rules:
 - `configure` builds the SuiteSession only when a target is given (the plugin is inert
   otherwise), and makes the bundled suite the collected path when the user named none.
 - The controller process (no xdist `workerinput`) owns the report folder: it clears the
-  previous run's results at the start and writes summary.md, the baseline file and the
-  testsuite properties; workers only append results.
+  previous run's results at the start and writes summary.md, report.html, results/run.json (the
+  run's settings, for `conformance report compare`), the baseline file and the testsuite
+  properties; workers only append results. Progress lines of the probes reach the terminal past
+  the capture in the controller (`conformance.probes.progress`).
 - The baseline gate works per test in `apply_baseline`: a test failing exactly as the baseline
   lists is reported xfailed with the reason; any other difference fails the test.
 """
