@@ -204,16 +204,17 @@ def load_plots(results: list[Result]) -> list[str]:
     broke = svg.number((acc.details or {}).get("broke_at")) if acc is not None else None
     marks = [svg.Mark(broke, f"broke at {broke:g}")] if broke else []
     limited = [float(lv["level"]) for lv in levels if lv.get("client_limited")]
+    why = {float(lv["level"]): str(lv.get("client_limited_by") or "") for lv in levels if lv.get("client_limited")}
     x = [float(lv["level"]) for lv in levels]
     thr = svg.LineChart("throughput", "Throughput vs concurrency", "requests in flight", "output tokens/s",
                         [svg.Series("output tokens/s", list(zip(x, [lv.get("output_tokens_per_s") for lv in levels],
                                                                   strict=True)))],
-                        marks, limited, log_x=True)
+                        marks, limited, log_x=True, shaded_why=why)
     ttft = svg.LineChart("ttft", "Time to first token vs concurrency", "requests in flight", "seconds",
                          [svg.Series("TTFT p50", list(zip(x, [lv.get("ttft_p50_s") for lv in levels], strict=True))),
                           svg.Series("TTFT p95", list(zip(x, [lv.get("ttft_p95_s") for lv in levels], strict=True)),
                                      dashed=True)],
-                         marks, limited, log_x=True)
+                         marks, limited, log_x=True, shaded_why=why)
     return [svg.line_chart(thr), svg.line_chart(ttft)]
 
 

@@ -60,6 +60,7 @@ class LineChart:
     marks: list[Mark] = field(default_factory=list)
     shaded: list[float] = field(default_factory=list)  # x positions drawn as "client-limited"
     shaded_label: str = "client-limited"
+    shaded_why: dict[float, str] = field(default_factory=dict)  # x -> why (shown on hover)
     log_x: bool = False
 
 
@@ -121,7 +122,8 @@ def line_chart(chart: LineChart) -> str:
     for x in chart.shaded:
         out.append(f'<rect class="client-limited" x="{px(x) - band / 2:.1f}" y="{PAD_T}" width="{band:.1f}" '
                    f'height="{ph}" fill="url(#hatch-{xml_text(chart.name)})" opacity="0.6">'
-                   f'<title>{xml_text(chart.shaded_label)} at {xml_text(_num(x))}</title></rect>')
+                   f'<title>{xml_text(chart.shaded_label)} at {xml_text(_num(x))}'
+                   f'{xml_text(": " + chart.shaded_why[x]) if chart.shaded_why.get(x) else ""}</title></rect>')
     out.append(f'<line x1="{PAD_L}" y1="{PAD_T + ph}" x2="{PAD_L + pw}" y2="{PAD_T + ph}" stroke="#333"/>'
                f'<line x1="{PAD_L}" y1="{PAD_T}" x2="{PAD_L}" y2="{PAD_T + ph}" stroke="#333"/>')
     for t in ticks_y:

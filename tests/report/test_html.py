@@ -118,7 +118,8 @@ def test_plots_follow_the_figures():
     assert 'class="plot"' not in none  # no figures, no empty plots
     levels = [{"level": 1, "output_tokens_per_s": 100.0, "ttft_p50_s": 0.1, "ttft_p95_s": 0.2},
               {"level": 2, "output_tokens_per_s": 180.0, "ttft_p50_s": 0.12, "ttft_p95_s": 0.3},
-              {"level": 4, "output_tokens_per_s": 190.0, "ttft_p50_s": 0.2, "ttft_p95_s": 0.5, "client_limited": True},
+              {"level": 4, "output_tokens_per_s": 190.0, "ttft_p50_s": 0.2, "ttft_p95_s": 0.5, "client_limited": True,
+               "client_limited_by": "client CPU 97% <busy>"},
               {"level": 8, "output_tokens_per_s": None, "ttft_p50_s": None, "ttft_p95_s": None}]
     recs = [
         _rec("test_load.py::test_concurrency_ramp", "load.throughput", "info", details={"levels": levels}),
@@ -138,6 +139,7 @@ def test_plots_follow_the_figures():
     assert set(plots) == {"throughput", "ttft", "needle", "interference", "context"}
     assert 'class="mark"' in plots["throughput"] and "broke at 8" in plots["throughput"]
     assert plots["throughput"].count('class="client-limited"') == 1 and "client-limited" in plots["ttft"]
+    assert "client-limited at 4: client CPU 97% &lt;busy&gt;" in plots["throughput"]
     assert plots["ttft"].count("<polyline") == 2  # p50 and p95
     assert plots["needle"].count('class="cell"') == 4 and "rgb(" in plots["needle"] and "#ccc" in plots["needle"]
     assert "accepted at most" in plots["context"] and "99% sent: HTTP 400" in plots["context"]
