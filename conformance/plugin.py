@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 SUITE_DIR = Path(__file__).resolve().parent / "suite"
-OPT_IN_MARKERS = ("live", "load", "context")
+OPT_IN_MARKERS = ("live", "load", "context", "perf")
 MARKERS = {
     "loop": "agent-loop scenarios driven to completion (part of the default run)",
     "live": "drives the real Claude Code / opencode CLIs (opt-in: -m live)",
@@ -29,6 +29,7 @@ MARKERS = {
     "context": "context-length probes (opt-in: -m context)",
     "translation": "router translation diff against the engine (needs --conformance-engine-url)",
     "peers": "runs against real routers and engines (needs .ci/peers set-up)",
+    "perf": "phase figures: prefill and decode tokens/s, K repeats each (opt-in: -m perf)",
     "conformance(**settings)": "per-test conformance settings (highest in the configuration order)",
 }
 
@@ -76,6 +77,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--conformance-context-limit", type=int, default=None, metavar="TOKENS", help="context probes (-m context): the context limit to test (default: what the target advertises)")
     g.addoption("--conformance-engine-url", metavar="URL", default=None, help="the engine behind the router: failing exchanges are replayed against it to say which layer broke; enables -m translation")
     g.addoption("--conformance-injection-route", action="store_true", default=None, help="translation: the router claims an injection route that strips tools; check that it does (opt-in)")
+    g.addoption("--conformance-perf-repeats", type=int, default=None, metavar="K", help="phase figures (-m perf): measurements per point, reported as min/median/max (default 3)")
     # ---- end of options owned by other areas ----
 
 
