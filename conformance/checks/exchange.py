@@ -15,7 +15,7 @@ Rules:
   through `dialect(api)`, never by the wire's name.
 - The order, and what stops judging:
   transport: connect -> `suite.target.reachable`; no status -> `suite.transport.complete`;
-  deadlines -> `suite.deadline.*`; each ends judging (a stream cut by a deadline is not judged
+  deadlines -> `suite.deadline.*`; size caps -> `suite.limits.*`; each ends judging (a stream cut by a deadline is not judged
   further, so a hang is reported as a hang, not as a truncated stream).
   status: a non-2xx -> `suite.request.accepted` with the target's error text and the request
   field it names (count_tokens 404/405/501 -> `suite.count_tokens.available`), and ends judging;
@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from conformance.checks import identity, stop_reason, tool_choice, tools
+from conformance.checks import identity, limits, stop_reason, tool_choice, tools
 from conformance.checks import suite as suite_checks
 from conformance.checks.outcome import CheckOutcome
 from conformance.core.failures import HasViolations, Violation
@@ -226,6 +226,11 @@ def transport(state: ExchangeState) -> list[CheckOutcome]:
             _DEADLINE_CHECK[raw.error_kind], raw.error or raw.error_kind,
             expected="the exchange to finish within its deadlines",
             seen=f"{len(raw.chunks)} chunks ({len(raw.body())} bytes) in {raw.elapsed:.1f}s, status {raw.status}"))
+    if raw.error_kind in limits.LIMIT_CHECK:
+        return _end(state, "transport", state.fail(
+            limits.LIMIT_CHECK[raw.error_kind], raw.error or raw.error_kind,
+            expected="a response within the suite's size limits",
+            seen=f"status {raw.status}, {len(raw.chunks)} chunks kept ({len(raw.body())} bytes) of a longer body"))
     if raw.status is None:
         return _end(state, "transport", state.fail(
             suite_checks.TRANSPORT_COMPLETE, raw.error or "no status", expected="an HTTP answer",
