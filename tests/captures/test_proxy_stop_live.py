@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from conformance.capture.format import load_capture
+from conformance.capture.proxy import STOPPED_NOTE
 from conformance.clients.live import ClientNotFound, _env_claude, _env_opencode, find_binary, opencode_config
 from conformance.engine.launch import serve_engine_in_thread
 from conformance.loop.sandbox import Sandbox
@@ -78,4 +79,8 @@ def test_sigterm_the_moment_the_client_exits_loses_no_exchange(client, tmp_path)
     assert len(exchanges) == received["total"], (
         f"recorded {len(exchanges)} of the {received['total']} requests the engine answered")
     for ex in exchanges:
-        assert ex.response is not None and ex.response.status is not None, ex.note
+        assert ex.response is not None and ex.response.status == 200, ex.note
+        assert STOPPED_NOTE not in ex.note, "an exchange was still streaming when the proxy stopped"
+        body = b"".join(c.data for c in ex.response.chunks)
+        if isinstance(ex.request.body, dict) and ex.request.body.get("stream"):
+            assert b"message_stop" in body or b"[DONE]" in body, f"a stream was recorded without its end: {ex.note}"
