@@ -17,6 +17,8 @@ Rules:
   transport: connect -> `suite.target.reachable`; no status -> `suite.transport.complete`;
   deadlines -> `suite.deadline.*`; size caps -> `suite.limits.*`; each ends judging (a stream cut by a deadline is not judged
   further, so a hang is reported as a hang, not as a truncated stream).
+  deadline: between any two stages, judging stops with `suite.deadline.total` once the time the
+  transfer left of the total deadline (`RawExchange.judging_budget`) is spent.
   status: a non-2xx -> `suite.request.accepted` with the target's error text and the request
   field it names (count_tokens 404/405/501 -> `suite.count_tokens.available`), and ends judging;
   a connection broken after a 2xx is `suite.transport.complete` on top.
@@ -39,6 +41,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -370,7 +373,18 @@ def judge_stages(
     """Run STAGES in order until one ends judging: the shared state and every outcome, in order."""
     state = ExchangeState.start(raw, request, api=api, expect_model=expect_model, turn=turn)
     outcomes: list[CheckOutcome] = []
+    budget = raw.judging_budget()  # the total deadline bounds judging too (net.transport rules)
+    started = time.monotonic()
     for stage in STAGES:
+        spent = time.monotonic() - started
+        if budget is not None and spent > budget:
+            outcomes.extend(_end(state, "deadline", state.fail(
+                suite_checks.DEADLINE_TOTAL,
+                f"decoding and judging passed the total deadline of {raw.deadline_total:g}s: stopped before "
+                f"the {stage.__name__} stage after {spent:.1f}s of judging (the transfer took {raw.elapsed:.1f}s)",
+                expected="the exchange, judging included, to finish within its total deadline",
+                seen=f"{len(raw.chunks)} chunks ({raw.bytes_read or len(raw.body())} bytes)")))
+            break
         state.ran.append(stage.__name__)
         outcomes.extend(stage(state))
         if state.ended_by is not None:

@@ -20,6 +20,9 @@ Rules:
   `conformance.checks.limits`). The chunks before the one that passed the cap are kept;
   `RawExchange.bytes_read` counts that one too. Line and event caps apply to
   `text/event-stream` bodies only: a JSON body is one long line by nature.
+- The total deadline bounds the judging too: a RawExchange carries the deadline it was sent
+  under, and `judging_budget()` is what the transfer left of it (at least JUDGE_GRACE); the judge
+  (`conformance.checks.exchange.judge_stages`) stops between stages once that is spent.
 - Content-started detection is incremental (`ContentWatch`): the predicate sees only the events
   completed since its last call, and is called only when a chunk completes an event (a blank line
   arrives), so the work is linear in the bytes received; a body that opens with `{` or `[` is
@@ -39,6 +42,9 @@ LIMIT_KINDS = ("limit_response_size", "limit_line_size", "limit_event_size")
 ERROR_KINDS = ("connect", "deadline_first_byte", "deadline_first_content", "deadline_total", "read", "protocol",
                *LIMIT_KINDS)
 MIB = 1024 * 1024
+# The least time judging gets after the transfer (RawExchange.judging_budget): a few times what
+# judging the largest response the size caps let through costs here (benchmarks/bench_bounds.py).
+JUDGE_GRACE = 30.0
 ContentPredicate = Callable[[bytes], bool]
 
 
@@ -160,6 +166,14 @@ class RawExchange:
     first_byte_at: float | None = None
     first_content_at: float | None = None
     bytes_read: int = 0  # off the socket, the chunk that passed a cap included (it is not kept)
+    deadline_total: float | None = None  # the total deadline it was sent under (None: unknown)
+
+    def judging_budget(self) -> float | None:
+        """Seconds left for decoding and judging: what the transfer left of the total deadline,
+        but at least JUDGE_GRACE (a stream that ends just inside its deadline is still judged)."""
+        if self.deadline_total is None:
+            return None
+        return max(self.deadline_total - self.elapsed, JUDGE_GRACE)
 
     def body(self) -> bytes:
         return b"".join(c for _, c in self.chunks)
@@ -187,7 +201,7 @@ async def send(
 ) -> RawExchange:
     """Send one request and read the response under the deadlines and the size limits."""
     headers = dict(headers or {})
-    ex = RawExchange(method, url, headers, body)
+    ex = RawExchange(method, url, headers, body, deadline_total=deadlines.total)
     start = time.monotonic()
     own_client = client is None
     if client is None:

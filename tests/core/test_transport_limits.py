@@ -191,3 +191,35 @@ def test_failure_folders_cap_what_they_record(tmp_path: Path):
     lines = (folder / "1.response.chunks.jsonl").read_text().splitlines()
     assert json.loads(lines[0])["truncated"] == {"kept": 100_000, "of": 3_000_000}
     assert len(lines) == 1 + 100
+
+
+def _valid_stream(deltas: int) -> list[tuple[float, bytes]]:
+    def ev(data: dict) -> bytes:
+        return f"event: {data['type']}\ndata: {json.dumps(data)}\n\n".encode()
+
+    events = [ev({"type": "message_start", "message": {
+        "id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "m", "stop_reason": None,
+        "stop_sequence": None, "usage": {"input_tokens": 3, "output_tokens": 1}}}),
+        ev({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})]
+    events += [ev({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "w" * 100}})] * deltas
+    events += [ev({"type": "content_block_stop", "index": 0}),
+               ev({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                   "usage": {"output_tokens": deltas}}),
+               ev({"type": "message_stop"})]
+    return [(0.001 * i, e) for i, e in enumerate(events)]
+
+
+def test_the_total_deadline_bounds_judging(monkeypatch):
+    from conformance.net import transport
+    from conformance.net.transport import RawExchange
+
+    raw = RawExchange("POST", "http://t/v1/messages", {}, b"{}", status=200,
+                      response_headers={"content-type": "text/event-stream"}, chunks=_valid_stream(20000),
+                      deadline_total=10.0, elapsed=10.0)
+    request = {"model": "m", "max_tokens": 30000, "stream": True, "messages": [{"role": "user", "content": "x"}]}
+    judged = check_exchange(raw, request, api="anthropic")
+    assert "suite.deadline.total" not in judged.failed_checks  # the grace is enough for this stream
+    monkeypatch.setattr(transport, "JUDGE_GRACE", 0.01)  # the transfer used the whole deadline
+    cut = check_exchange(raw, request, api="anthropic")
+    (v,) = [v for v in cut.violations if v.check_id == "suite.deadline.total"]
+    assert "decoding and judging passed the total deadline of 10s" in v.message
