@@ -78,6 +78,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--conformance-engine-url", metavar="URL", default=None, help="the engine behind the router: failing exchanges are replayed against it to say which layer broke; enables -m translation")
     g.addoption("--conformance-injection-route", action="store_true", default=None, help="translation: the router claims an injection route that strips tools; check that it does (opt-in)")
     g.addoption("--conformance-perf-repeats", type=int, default=None, metavar="K", help="phase figures (-m perf): measurements per point, reported as min/median/max (default 3)")
+    g.addoption("--conformance-hang-after", type=int, default=None, metavar="K", help="after K exchanges in a row hit a deadline with no content, send one minimal request; if it hangs too, the remaining exchanges fail at once naming the hang (default 3; 0 turns it off)")
+    g.addoption("--conformance-max-response-bytes", type=int, default=None, metavar="N", help="stop reading a response past N bytes: suite.limits.response_size (default 64 MiB)")
+    g.addoption("--conformance-max-line-bytes", type=int, default=None, metavar="N", help="stop reading an event stream with a line longer than N bytes: suite.limits.line_size (default 8 MiB)")
+    g.addoption("--conformance-max-event-bytes", type=int, default=None, metavar="N", help="stop reading an event stream with an event larger than N bytes: suite.limits.event_size (default 16 MiB)")
     # ---- end of options owned by other areas ----
 
 
