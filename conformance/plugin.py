@@ -22,11 +22,13 @@ import pytest
 
 SUITE_DIR = Path(__file__).resolve().parent / "suite"
 OPT_IN_MARKERS = ("live", "load", "context")
+OPT_IN_MARKERS += ("prefix_reuse",)
 MARKERS = {
     "loop": "agent-loop scenarios driven to completion (part of the default run)",
     "live": "drives the real Claude Code / opencode CLIs (opt-in: -m live)",
     "load": "concurrency and load probes (opt-in: -m load)",
     "context": "context-length probes (opt-in: -m context)",
+    "prefix_reuse": "prefix reuse across the real client's wire: turns and conversations (opt-in: -m prefix_reuse)",
     "translation": "router translation diff against the engine (needs --conformance-engine-url)",
     "peers": "runs against real routers and engines (needs .ci/peers set-up)",
     "conformance(**settings)": "per-test conformance settings (highest in the configuration order)",

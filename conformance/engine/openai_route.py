@@ -8,6 +8,8 @@ ChatCompletionRequest; vllm/entrypoints/openai/reasoning_effort.py), see docs/en
   low/medium/high (vLLM releases before the effort ladder).
 - `tool_choice`: none | auto | required | {type: function, function: {name}}; a named or
   required choice needs `tools`; `stream_options` only with `stream: true`; `n` must be 1.
+- Faults of the client-wire checks acted on here too: `parallel-calls-truncated` (one call
+  survives), `schema-grammar-fail` (a forced function whose schema uses `pattern`: 500).
 - A `tool` message whose tool_call_id matches no earlier assistant tool call is a 400.
 - Errors: `{"error": {"message", "type", "param", "code"}}` (vLLM's ErrorResponse).
 - Stream: a first chunk with role, then content / reasoning_content / tool_call deltas (the first
@@ -29,6 +31,7 @@ from aiohttp import web
 
 from conformance.engine import faults as fault_modes
 from conformance.engine import ids, planner
+from conformance.engine.anthropic_route import refuse_ungrammatical
 from conformance.engine.conversation import (
     Conversation,
     InvalidRequest,
@@ -119,6 +122,7 @@ def parse(body: dict, faults) -> Conversation:
             require(isinstance(params, dict), f"tools.{i}.function.parameters: Input should be an object", param="tools")
             tools.append(Tool(fn["name"], params, fn.get("description") or ""))
     choice, choice_name = tool_choice(body.get("tool_choice"), tools, faults)
+    refuse_ungrammatical(tools, choice, choice_name, faults)
     effort = body.get("reasoning_effort")
     ctk = body.get("chat_template_kwargs") if isinstance(body.get("chat_template_kwargs"), dict) else {}
     thinking = (effort is not None and effort != "none") or bool(ctk.get("enable_thinking") or ctk.get("thinking"))
@@ -223,7 +227,8 @@ def rendered_calls(reply, faults, seed):
         extra = "".join(f"<tool_call>\n{json.dumps({'name': n, 'arguments': a})}\n</tool_call>" for n, a in reply.calls)
         return [], extra
     out = []
-    for k, (name, args) in enumerate(reply.calls):
+    calls = reply.calls[:1] if "parallel-calls-truncated" in faults else reply.calls  # the parser stops after one
+    for k, (name, args) in enumerate(calls):
         js = compact_json(args)
         if "tool-args-invalid-json" in faults:
             js = js[:-1]
