@@ -53,6 +53,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="API key, sent the way each client sends it (env CONFORMANCE_API_KEY)")
     g.addoption("--conformance-client", choices=("all", "claude-code", "opencode"), default=None,
                 help="which client's captures to replay (default all)")
+    g.addoption("--conformance-client-version", metavar="V[,V...]|all|current", default=None,
+                help="which release of each client to replay: current (default: the manifest's current release), "
+                     "a version (that client's release; the others stay current) or all (env CONFORMANCE_CLIENT_VERSION)")
     g.addoption("--conformance-captures", metavar="DIR|FILE",
                 help="captures folder or one capture file (default: the bundled captured/)")
     g.addoption("--conformance-deadline-total", type=float, metavar="SECONDS",
