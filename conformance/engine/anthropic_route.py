@@ -346,14 +346,15 @@ class PrefixCache:
     def __init__(self) -> None:
         self.entries: dict[str, int] = {}
 
-    def serve(self, body: dict, prompt: int) -> tuple[int, int]:
-        """(tokens read, tokens written) for this request; writes its breakpoints."""
+    def serve(self, body: dict, prompt: int, segments=None) -> tuple[int, int]:
+        """(tokens read, tokens written) for this request; writes its breakpoints. `segments`:
+        (text, breakpoint) in cache order (default: the Messages API's, `_cache_segments`)."""
         import hashlib
 
         h = hashlib.sha256()
         tokens = 0
         boundaries: list[tuple[str, int, bool]] = []  # (digest, tokens so far, a breakpoint)
-        for text, breakpoint in _cache_segments(body):
+        for text, breakpoint in (_cache_segments(body) if segments is None else segments):
             h.update(text.encode("utf-8", "replace") + b"\x00")
             tokens += tokenizer.count(text)
             boundaries.append((h.hexdigest(), tokens, breakpoint))
