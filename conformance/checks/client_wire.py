@@ -16,6 +16,9 @@ Rules (facts: docs/WIRE.md "What the clients send now"; the sources of each faul
   fallback recognises (`fallback_recognised`, facts read from Claude Code 2.1.332's error
   classifier: it retries without mid-conversation system entries only on such a 400; colibri
   PR #725). An accepted entry needs no fallback and passes.
+- With the engine behind a router known (`--conformance-engine-url`), what reached the engine is
+  read too: a deferred tool forwarded as an ordinary function, or `defer_loading` inside a
+  forwarded schema, fails `client_wire.deferred.not_callable` whatever the model then called.
 - Several tool calls asked for in one turn all arrive (`client_wire.parallel_calls.all_survive`).
 - Each real tool schema, forced one by one, is answered with a call of that tool
   (`client_wire.schema.forced_call_answered`; a 500 "failed to parse grammar" fails it).
@@ -257,3 +260,35 @@ def reuse_outcome(check_id: str, read: int | None, shared: int, what: str, signa
     found = violation(check_id, f"{what}: no prefix reused; ~{shared} tokens re-prefilled ({signal} = 0)",
                       expected="cache reads on the shared prefix", seen=f"{signal} 0")
     return CheckOutcome(check_id, "warning" if found.severity == "warning" else "info", (found,))
+
+
+def _mentions_defer(schema) -> bool:
+    if isinstance(schema, dict):
+        return "defer_loading" in schema or any(_mentions_defer(v) for v in schema.values())
+    if isinstance(schema, list):
+        return any(_mentions_defer(v) for v in schema)
+    return False
+
+
+def forwarded_deferred(forwarded: dict | None, deferred: set[str]) -> CheckOutcome | None:
+    """What reached the engine: a deferred tool as a plain function (chat / Responses shapes: no
+    defer_loading of its own), or defer_loading inside any forwarded schema. None: nothing to say."""
+    if not isinstance(forwarded, dict) or not isinstance(forwarded.get("tools"), list):
+        return None
+    found = []
+    for k, tool in enumerate(forwarded["tools"]):
+        if not isinstance(tool, dict):
+            continue
+        fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+        name = fn.get("name")
+        schema = fn.get("parameters", fn.get("input_schema"))
+        if _mentions_defer(schema):
+            found.append(violation(DEFERRED_NOT_CALLABLE, f"`defer_loading` reached the engine inside the JSON schema of "
+                                   f"{name!r}, where it is no JSON Schema keyword", pointer=f"/tools/{k}",
+                                   expected="no defer_loading in a schema", seen=schema))
+        elif name in deferred and tool.get("defer_loading") is not True:
+            found.append(violation(DEFERRED_NOT_CALLABLE, f"the deferred tool {name!r} reached the engine as an ordinary "
+                                   "callable tool (its defer_loading was dropped)", pointer=f"/tools/{k}",
+                                   expected="deferred: left out until loaded, or kept with defer_loading",
+                                   seen=sorted(tool)))
+    return CheckOutcome(DEFERRED_NOT_CALLABLE, "failed", tuple(found)) if found else None

@@ -23,6 +23,7 @@ import pytest
 
 from conformance.capture.format import Capture, Exchange, load_captures
 from conformance.checks import client_wire as rules
+from conformance.layers.hop import find_forwarded, log_total, received_log
 from conformance.loop.conversation import conversation
 from conformance.suite import cases
 from conformance.suite.cases import prepared_body, require_api
@@ -213,7 +214,15 @@ def test_deferred_tool_not_callable(conformance_ctx):
     body["tools"] = [t for t in body["tools"] if t.get("name") in deferred] + loaded
     conversation(ctx.api).force_tool_call(body)
     _without_thinking(body)
+    since = log_total(ctx.settings.engine_url) if ctx.settings.engine_url else None
     sent = _send(ctx, ex, body, f"forced to call any tool; deferred: {', '.join(sorted(deferred))}")
+    if ctx.settings.engine_url:
+        # Through a router: what the engine was offered tells it, whatever the model then called.
+        log = received_log(ctx.settings.engine_url)
+        forwarded = find_forwarded(log["requests"], body, since) if log else None
+        leaked = rules.forwarded_deferred((forwarded or {}).get("body"), deferred)
+        if leaked is not None:
+            _decide(ctx, leaked, judge=False)
     if not sent.raw.ok:
         _decide(ctx, rules.accepted(rules.DEFERRED_NOT_CALLABLE, sent.raw, "defer_loading tools"))
     else:

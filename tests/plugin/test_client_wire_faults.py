@@ -52,6 +52,8 @@ def test_conformant_engine_passes_every_client_wire_check(pytester, suite):
                for r in reuse), [r.details for r in reuse]
 
 
+# ~5 s each under load: run in CI's slow step beside the stream-rule rows of tests/plugin/test_faults.py.
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", [f for f in ROWS if f not in NOT_HERE])
 def test_client_wire_fault_detected(pytester, suite, fault):
     from conformance.engine.launch import serve_engine_in_thread
@@ -87,3 +89,23 @@ def test_prefix_reuse_is_opt_in(pytester, suite):
         run = suite(pytester, url, SUITE)
     assert not [r for r in run.results if r.check_id.startswith("client_wire.prefix_reuse.")]
     assert run.outcome.ret == 0
+
+
+def test_what_reached_the_engine_shows_a_deferred_tool_made_callable():
+    """The shapes measured through LiteLLM 1.108.7 (chat path) and the reference router's chat
+    path, against the ones a correct hop forwards (kept with defer_loading, or left out)."""
+    from conformance.checks.client_wire import forwarded_deferred
+
+    deferred = {"DeferredToolPlaceholder"}
+    litellm = {"tools": [{"type": "function", "function": {"name": "DeferredToolPlaceholder", "parameters": {
+        "type": "object", "properties": {}, "defer_loading": True}}}]}
+    dropped_flag = {"tools": [{"type": "function", "function": {"name": "DeferredToolPlaceholder",
+                                                                "parameters": {"type": "object", "properties": {}}}}]}
+    kept = {"tools": [{"name": "DeferredToolPlaceholder", "input_schema": {"type": "object"}, "defer_loading": True}]}
+    left_out = {"tools": [{"type": "function", "function": {"name": "ToolSearch", "parameters": {"type": "object"}}}]}
+    leak = forwarded_deferred(litellm, deferred)
+    assert leak.outcome == "failed" and "inside the JSON schema" in leak.violations[0].message
+    exposed = forwarded_deferred(dropped_flag, deferred)
+    assert exposed.outcome == "failed" and "ordinary callable tool" in exposed.violations[0].message
+    assert forwarded_deferred(kept, deferred) is None and forwarded_deferred(left_out, deferred) is None
+    assert forwarded_deferred(None, deferred) is None
