@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 SUITE_DIR = Path(__file__).resolve().parent / "suite"
-OPT_IN_MARKERS = ("live", "load", "context")
+OPT_IN_MARKERS = ("live", "load", "context", "perf")
 OPT_IN_MARKERS += ("prefix_reuse",)
 MARKERS = {
     "loop": "agent-loop scenarios driven to completion (part of the default run)",
@@ -31,6 +31,7 @@ MARKERS = {
     "prefix_reuse": "prefix reuse across the real client's wire: turns and conversations (opt-in: -m prefix_reuse)",
     "translation": "router translation diff against the engine (needs --conformance-engine-url)",
     "peers": "runs against real routers and engines (needs .ci/peers set-up)",
+    "perf": "phase figures: prefill and decode tokens/s, K repeats each (opt-in: -m perf)",
     "conformance(**settings)": "per-test conformance settings (highest in the configuration order)",
 }
 
@@ -81,6 +82,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--conformance-context-limit", type=int, default=None, metavar="TOKENS", help="context probes (-m context): the context limit to test (default: what the target advertises)")
     g.addoption("--conformance-engine-url", metavar="URL", default=None, help="the engine behind the router: failing exchanges are replayed against it to say which layer broke; enables -m translation")
     g.addoption("--conformance-injection-route", action="store_true", default=None, help="translation: the router claims an injection route that strips tools; check that it does (opt-in)")
+    g.addoption("--conformance-perf-repeats", type=int, default=None, metavar="K", help="phase figures (-m perf): measurements per point, reported as min/median/max (default 3)")
     # ---- end of options owned by other areas ----
 
 

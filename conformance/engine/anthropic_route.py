@@ -474,7 +474,7 @@ def _unusable_stream(msg_id, model, blocks, reason, seq, usage, headers) -> web.
 
 
 async def _stream(resp, msg_id, model, blocks, reason, seq, prompt, output, faults, conv, cached=(0, 0)):
-    w = SSEWriter(resp, buffered="buffered-stream" in faults)
+    w = SSEWriter(resp, buffered="buffered-stream" in faults, prompt_tokens=prompt)
     start = {"id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [],
              "stop_reason": None, "stop_sequence": None, "usage": _usage(prompt, 1, cached)}
     if "usage-inconsistent" in faults:  # output_tokens later "go down"; input_tokens change below

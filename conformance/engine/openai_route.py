@@ -323,7 +323,7 @@ async def chat(request: web.Request, state, body: dict):
         return web.json_response(out)
     include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
     resp = await start_sse(request)
-    w = SSEWriter(resp, buffered="buffered-stream" in faults)
+    w = SSEWriter(resp, buffered="buffered-stream" in faults, prompt_tokens=prompt)
 
     async def chunk(delta, finish=None):
         c = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,

@@ -187,7 +187,7 @@ async def responses(request: web.Request, state, body: dict):
         return web.json_response(response_obj(final_status, items, True))
 
     resp = await start_sse(request)
-    w = SSEWriter(resp, buffered="buffered-stream" in faults)
+    w = SSEWriter(resp, buffered="buffered-stream" in faults, prompt_tokens=prompt)
     seq = 0
 
     async def ev(typ, **fields):

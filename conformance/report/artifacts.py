@@ -33,7 +33,7 @@ def prepare(report_dir: Path) -> None:
     report_dir = Path(report_dir)
     for sub in ("results", "failures"):
         shutil.rmtree(report_dir / sub, ignore_errors=True)
-    for name in ("summary.md",):
+    for name in ("summary.md", "report.html"):
         (report_dir / name).unlink(missing_ok=True)
     report_dir.mkdir(parents=True, exist_ok=True)
 
