@@ -22,11 +22,13 @@ import pytest
 
 SUITE_DIR = Path(__file__).resolve().parent / "suite"
 OPT_IN_MARKERS = ("live", "load", "context", "perf")
+OPT_IN_MARKERS += ("prefix_reuse",)
 MARKERS = {
     "loop": "agent-loop scenarios driven to completion (part of the default run)",
     "live": "drives the real Claude Code / opencode CLIs (opt-in: -m live)",
     "load": "concurrency and load probes (opt-in: -m load)",
     "context": "context-length probes (opt-in: -m context)",
+    "prefix_reuse": "prefix reuse across the real client's wire: turns and conversations (opt-in: -m prefix_reuse)",
     "translation": "router translation diff against the engine (needs --conformance-engine-url)",
     "peers": "runs against real routers and engines (needs .ci/peers set-up)",
     "perf": "phase figures: prefill and decode tokens/s, K repeats each (opt-in: -m perf)",
@@ -58,6 +60,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--conformance-client", choices=CLIENTS, default=None,
                 help="which client's captures to replay (default all); naming one selects its wire: a target "
                      "that does not serve it fails instead of skipping (codex: suite.responses.available)")
+    g.addoption("--conformance-client-version", metavar="V[,V...]|all|current", default=None,
+                help="which release of each client to replay: current (default: the manifest's current release), "
+                     "a version (that client's release; the others stay current) or all (env CONFORMANCE_CLIENT_VERSION)")
     g.addoption("--conformance-captures", metavar="DIR|FILE",
                 help="captures folder or one capture file (default: the bundled captured/)")
     g.addoption("--conformance-deadline-total", type=float, metavar="SECONDS",
