@@ -241,11 +241,13 @@ def parallel_outcome(calls: list, wanted: int) -> CheckOutcome:
         f"({', '.join(c.name for c in calls) or 'none'})", expected=f">= {wanted} tool calls", seen=len(calls)))
 
 
-def forced_outcome(raw: RawExchange, calls: list, tool: str) -> CheckOutcome:
+def forced_outcome(raw: RawExchange, calls: list, tool: str, callable_names: frozenset[str] = frozenset()) -> CheckOutcome:
+    """`tool` forced alone; a call of it (or, for a namespace, of any tool inside it) answers."""
+    names = callable_names or frozenset({tool})
     if not raw.ok:
         return CheckOutcome.of(violation(SCHEMA_FORCED, f"forcing {tool!r}: {_answer(raw)}",
                                          expected=f"a call of {tool!r}", seen=_answer(raw)))
-    if any(c.name == tool for c in calls):
+    if any(c.name in names for c in calls):
         return CheckOutcome(SCHEMA_FORCED, "passed", note=f"{tool}: called")
     return CheckOutcome.of(violation(SCHEMA_FORCED, f"forcing {tool!r} got {[c.name for c in calls] or 'no call'}",
                                      expected=f"a call of {tool!r}", seen=[c.name for c in calls]))

@@ -2,7 +2,7 @@
 `current`, `--version` on the recapture entry point and `conformance baseline migrate`.
 
 - The bundled corpus holds Claude Code 2.1.197 and 2.1.332 and opencode 1.18.33; the manifest
-  marks 2.1.332 and 1.18.33 current and a default run replays only those.
+  marks 2.1.332, 1.18.33 (and Codex 0.171.0) current and a default run replays only those.
 - Keys are client/case; only a run with two releases of one client puts the release in them.
 - The peer fixtures were re-keyed from release keys by `conformance baseline migrate` (the
   copy of ccr-engine.json as it was before, in data/, re-keys to the committed fixture).
@@ -34,7 +34,7 @@ def _releases(caps):
 
 def test_the_manifest_marks_the_current_release_of_each_client():
     manifest = json.loads((CORPUS / "manifest.json").read_text())
-    assert manifest["current"] == {"claude-code": "2.1.332", "opencode": "1.18.33"}
+    assert manifest["current"] == {"claude-code": "2.1.332", "codex": "0.171.0", "opencode": "1.18.33"}
     assert manifest["current"] == current_releases(CORPUS, CAPS)
     assert {("claude-code", "2.1.197"), ("claude-code", "2.1.332"), ("opencode", "1.18.33")} <= set(_releases(CAPS))
     assert recapture.PINS == manifest["current"]
@@ -45,7 +45,7 @@ def test_the_manifest_marks_the_current_release_of_each_client():
 
 def test_a_default_run_replays_the_current_releases_with_release_free_keys():
     chosen = select_releases(CAPS, "current", current_releases(CORPUS, CAPS))
-    assert _releases(chosen) == [("claude-code", "2.1.332"), ("opencode", "1.18.33")]
+    assert _releases(chosen) == [("claude-code", "2.1.332"), ("codex", "0.171.0"), ("opencode", "1.18.33")]
     keys = [capture_key(c, chosen) for c in chosen]
     assert "claude-code/default" in keys and "opencode/openai-plain" in keys
     assert len(set(keys)) == len(keys)
@@ -53,7 +53,7 @@ def test_a_default_run_replays_the_current_releases_with_release_free_keys():
 
 def test_one_release_by_version_keeps_the_other_clients_current():
     chosen = select_releases(CAPS, "2.1.197", current_releases(CORPUS, CAPS))
-    assert _releases(chosen) == [("claude-code", "2.1.197"), ("opencode", "1.18.33")]
+    assert _releases(chosen) == [("claude-code", "2.1.197"), ("codex", "0.171.0"), ("opencode", "1.18.33")]
     assert "claude-code/default" in {capture_key(c, chosen) for c in chosen}
 
 
