@@ -29,7 +29,7 @@ The decoder works a line at a time over a byte buffer (the approach of the anthr
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from conformance.core.failures import Violation
 from conformance.core.registry import register, violation
@@ -69,8 +69,10 @@ register(
 )
 
 
-@dataclass(frozen=True)
-class SSEEvent:
+class SSEEvent(NamedTuple):
+    """One dispatched event (immutable; a named tuple: built ~3x faster than a frozen dataclass,
+    and a judge builds one per token)."""
+
     event: str | None  # the `event:` field; None when the event had none (WHATWG default "message")
     data: str  # data lines joined with "\n"
     id: str | None  # the last event id (persists across events, per WHATWG)
@@ -136,6 +138,11 @@ class SSEDecoder:
             if buf[:1] == b"\n":
                 buf = buf[1:]
                 base += 1
+        if self._start is None and b"\r" not in buf:
+            if self._buf and b"\n\n" not in data and not (self._buf[-1:] == b"\n" and data[:1] == b"\n"):
+                self._buf, self._buf_offset = buf, base  # no event completed: do not re-split it per chunk
+                return []
+            return self._feed_events(buf, base, t)
         out: list[SSEEvent] = []
         pos = 0
         lines = buf.splitlines(keepends=True)  # bytes.splitlines splits on \n, \r\n and \r only
@@ -164,6 +171,13 @@ class SSEDecoder:
         pending_line = self._buf
         if not self._bom_checked and pending_line and _BOM.startswith(pending_line):
             pending_line = b""
+        if b"\n" in pending_line:  # the fast path keeps whole lines after the last blank line
+            at = self._buf_offset
+            *lines, pending_line = pending_line.split(b"\n")
+            for line in lines:
+                self._line(line, at, None, out)
+                at += len(line) + 1
+            self._buf_offset = at
         if pending_line:
             # A final line without its line ending: interpret it to show what was lost.
             self._line(pending_line, self._buf_offset, None, out, dispatch=False)
@@ -190,6 +204,43 @@ class SSEDecoder:
         return out
 
     # -- internals ------------------------------------------------------------------------
+    def _feed_events(self, buf: bytes, base: int, t: float | None) -> list[SSEEvent]:
+        """The fast path: LF-only bytes and no event pending, so a blank line is b"\\n\\n" and
+        every complete event is one slice between two of them. The common shapes (`event: X` +
+        one `data:` line, or one `data:` line) are built directly; any other event (comments,
+        several data lines, id/retry, bytes that are not UTF-8, ...) goes line by line through
+        `_line` like the general path, so both give the same events and violations. What follows
+        the last blank line waits in the buffer for more bytes (it starts at a line boundary)."""
+        blocks = buf.split(b"\n\n")
+        rest = blocks.pop()
+        out: list[SSEEvent] = []
+        pos = base
+        named = self.require_event_name
+        for block in blocks:
+            nl = block.find(b"\n")
+            try:
+                if nl < 0:
+                    if named or block[:6] != b"data: ":
+                        raise ValueError
+                    name, data = None, block[6:].decode()
+                elif block[:7] == b"event: " and block.startswith(b"data: ", nl + 1) and block.find(b"\n", nl + 1) < 0:
+                    name, data = block[7:nl].decode(), block[nl + 7:].decode()
+                else:
+                    raise ValueError
+            except ValueError:  # (UnicodeDecodeError is one) not a common shape: line by line
+                at = pos
+                for line in block.split(b"\n"):
+                    self._line(line, at, t, out)
+                    at += len(line) + 1
+                self._dispatch(t, out)
+            else:
+                self._count += 1
+                out.append(SSEEvent(name, data, self._last_id, None, pos, t, self._count))
+            pos += len(block) + 2
+        self._buf = rest
+        self._buf_offset = pos
+        return out
+
     def _line(self, raw: bytes, offset: int, t: float | None, out: list[SSEEvent], dispatch: bool = True) -> None:
         if not raw:
             if dispatch:
