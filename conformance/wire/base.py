@@ -111,35 +111,42 @@ class _SchemaCompiler:
             return f"{x} == {value!r}"
         raise _Uncompilable(f"const/enum value {value!r}")
 
-    def emit(self, node: Any, x: str, ind: int, out: list[str]) -> None:
+    def emit(self, node: Any, x: str, ind: int, out: list[str], known: str | None = None) -> None:
+        """Lines that `return False` when `x` breaks `node`; `known`: x's JSON type, if checked already."""
         pad = " " * ind
         if node is True or node == {}:
             return
         if not isinstance(node, dict) or not set(node) <= COMPILABLE_KEYWORDS:
             raise _Uncompilable(str(node)[:80])
-        known = None
         if "type" in node:
             types = [node["type"]] if isinstance(node["type"], str) else list(node["type"])
             if not all(t in _TYPE_TESTS for t in types):
                 raise _Uncompilable(f"type {types}")
-            out.append(f"{pad}if not ({' or '.join(_TYPE_TESTS[t].format(x=x) for t in types)}): return False")
-            known = types[0] if len(types) == 1 else None
+            if known is None or types != [known]:
+                out.append(f"{pad}if not ({' or '.join(_TYPE_TESTS[t].format(x=x) for t in types)}): return False")
+            if len(types) == 1:
+                known = types[0]
         if "const" in node:
             out.append(f"{pad}if not ({self._eq(x, node['const'])}): return False")
         if "enum" in node:
             out.append(f"{pad}if not ({' or '.join(self._eq(x, v) for v in node['enum']) or 'False'}): return False")
         if "minLength" in node:
-            out.append(f"{pad}if isinstance({x}, str) and len({x}) < {int(node['minLength'])}: return False")
+            guard = "" if known == "string" else f"isinstance({x}, str) and "
+            out.append(f"{pad}if {guard}len({x}) < {int(node['minLength'])}: return False")
         if "minimum" in node:
             m = node["minimum"]
             if type(m) not in (int, float):
                 raise _Uncompilable(f"minimum {m!r}")
-            out.append(f"{pad}if type({x}) in _NUM:")
-            out.append(f"{pad} if {x} < {m!r}: return False")
-            out.append(f"{pad}elif not isinstance({x}, _NOT_NUMBERS): return False")
+            if known in ("integer", "number"):  # int or float, never bool (the type test said so)
+                out.append(f"{pad}if {x} < {m!r}: return False")
+            else:
+                out.append(f"{pad}if type({x}) in _NUM:")
+                out.append(f"{pad} if {x} < {m!r}: return False")
+                out.append(f"{pad}elif not isinstance({x}, _NOT_NUMBERS): return False")
         for kw, op in (("maxItems", ">"), ("minItems", "<")):
             if kw in node:
-                out.append(f"{pad}if isinstance({x}, list) and len({x}) {op} {int(node[kw])}: return False")
+                guard = "" if known == "array" else f"isinstance({x}, list) and "
+                out.append(f"{pad}if {guard}len({x}) {op} {int(node[kw])}: return False")
         if "required" in node or "properties" in node:
             inner = ind
             if known != "object":
@@ -147,11 +154,20 @@ class _SchemaCompiler:
                 out.append(f"{pad} pass")
                 inner = ind + 1
             ipad = " " * inner
-            for key in node.get("required", ()):
-                out.append(f"{ipad}if {key!r} not in {x}: return False")
-            for key, sub in node.get("properties", {}).items():
+            required = list(node.get("required", ()))
+            props = node.get("properties", {})
+            for key in required:
+                if key not in props:
+                    out.append(f"{ipad}if {key!r} not in {x}: return False")
+            for key, sub in props.items():
                 body: list[str] = []
                 v = self._var()
+                if key in required:  # present for sure: check it at this level
+                    self.emit(sub, v, inner, body)
+                    out.append(f"{ipad}{v} = {x}.get({key!r}, _MISSING)")
+                    out.append(f"{ipad}if {v} is _MISSING: return False")
+                    out.extend(body)
+                    continue
                 self.emit(sub, v, inner + 1, body)
                 if body:
                     out.append(f"{ipad}{v} = {x}.get({key!r}, _MISSING)")
@@ -166,22 +182,23 @@ class _SchemaCompiler:
                 out.append(f"{pad} for {v} in {x}:")
                 out.extend(body)
         for sub in node.get("allOf", ()):
-            self.emit(sub, x, ind, out)
+            self.emit(sub, x, ind, out, known)
         if "if" in node and "then" in node:
             body = []
-            self.emit(node["then"], x, ind + 1, body)
+            self.emit(node["then"], x, ind + 1, body, known)
             if body:
-                out.append(f"{pad}if {self._if_test(node['if'], x)}:")
+                out.append(f"{pad}if {self._if_test(node['if'], x, known)}:")
                 out.extend(body)
 
-    def _if_test(self, node: Any, x: str) -> str:
+    def _if_test(self, node: Any, x: str, known: str | None) -> str:
         """An `if` must be decided exactly (a wrong False skips `then`). The common form, one
         property's string const, inline; anything else as its own predicate."""
         props = node.get("properties") if isinstance(node, dict) and set(node) == {"properties"} else None
         if isinstance(props, dict) and len(props) == 1:
             (key, sub), = props.items()
             if isinstance(sub, dict) and set(sub) == {"const"} and isinstance(sub["const"], str):
-                return f"(not isinstance({x}, dict) or {key!r} not in {x} or {x}[{key!r}] == {sub['const']!r})"
+                guard = "" if known == "object" else f"not isinstance({x}, dict) or "
+                return f"({guard}{key!r} not in {x} or {x}[{key!r}] == {sub['const']!r})"
         return f"{self.function(node)}({x})"
 
     def function(self, node: Any) -> str:
@@ -278,10 +295,31 @@ def check_for_pointer(table: list[tuple[str, str, str]], kind: str, ptr: str, de
 _ARRAY_POS = re.compile(r"/\d+(?=/|$)")
 
 
+# msgspec's decoder is ~5x json.loads. It accepts a subset of what json.loads accepts and gives
+# the same values there (tests/wire/test_wire_schemas.py: a property test); what it refuses (NaN,
+# Infinity, 1e400, lone surrogate escapes, and every real error) goes to json.loads, so verdicts
+# and error wording are json.loads's.
+try:
+    from msgspec import DecodeError as _FastDecodeError
+    from msgspec.json import Decoder as _FastDecoder
+
+    _fast_decode = _FastDecoder().decode
+except ImportError:  # pragma: no cover - msgspec is a dependency; keep the judge working without it
+    _fast_decode, _FastDecodeError = json.loads, ValueError
+
+# For hot loops: raises ValueError (msgspec's DecodeError is one) on anything it refuses; the
+# caller then asks load_json, which falls back to json.loads.
+fast_json = _fast_decode
+
+
 def load_json(body: bytes | bytearray | str | dict) -> tuple[Any, str | None]:
     """(value, None) or (None, reason). A dict is passed through."""
     if isinstance(body, dict | list):
         return body, None
+    try:
+        return _fast_decode(body), None
+    except (_FastDecodeError, TypeError, ValueError):
+        pass
     try:
         return json.loads(body), None
     except (ValueError, UnicodeDecodeError) as exc:

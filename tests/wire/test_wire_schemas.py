@@ -158,3 +158,40 @@ def test_predicate_is_conservative_beyond_json_types():
     # (the full validator decides), never a wrong True
     event = {"type": "content_block_stop", "index": decimal.Decimal(-1)}
     assert compiled_validator("anthropic.content_block_stop")(event) is False
+
+
+# ----------------------------------------------------------------------------- the fast JSON decoder
+def _same(a, b):
+    if isinstance(a, float) and a != a:
+        return isinstance(b, float) and b != b
+    return type(a) is type(b) and (a == b if not isinstance(a, dict | list) else json.dumps(a) == json.dumps(b))
+
+
+_JSON_TEXT = st.one_of(
+    st.text(alphabet='{}[]":,.-+eE0123456789 \\/\\nabtrufnlsNaIiy\\u00e9', max_size=24),
+    _JSON.map(json.dumps),
+    st.sampled_from(["NaN", "-Infinity", "1e400", '"\\ud800"', '{"a":1,"a":2}', "123456789012345678901234567890",
+                     "-0", "1.5e-400", "[1,]", "0123", '"\\u0001"', '"\x01"', " 1 ", "\ufeff{}", ""]),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_JSON_TEXT)
+def test_load_json_gives_what_json_loads_gives(text):
+    from conformance.wire.base import load_json
+
+    value, err = load_json(text)
+    try:
+        want, want_err = json.loads(text), None
+    except ValueError as exc:
+        want, want_err = None, str(exc)
+    assert err == want_err
+    assert _same(value, want)
+    raw = text.encode("utf-8")  # bytes, as a non-stream body arrives
+    value, err = load_json(raw)
+    try:
+        want, want_err = json.loads(raw), None
+    except ValueError as exc:
+        want, want_err = None, str(exc)
+    assert err == want_err
+    assert _same(value, want)
