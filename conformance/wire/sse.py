@@ -87,6 +87,7 @@ class SSEDecoder:
 
     def __init__(self, *, require_event_name: bool = False) -> None:
         self.require_event_name = require_event_name
+        self.fast = True  # False: the general line-by-line path only (the tests compare the two)
         self.violations: list[Violation] = []
         self.comments = 0
         self._buf = b""
@@ -138,11 +139,22 @@ class SSEDecoder:
             if buf[:1] == b"\n":
                 buf = buf[1:]
                 base += 1
-        if self._start is None and b"\r" not in buf:
-            if self._buf and b"\n\n" not in data and not (self._buf[-1:] == b"\n" and data[:1] == b"\n"):
-                self._buf, self._buf_offset = buf, base  # no event completed: do not re-split it per chunk
-                return []
-            return self._feed_events(buf, base, t)
+        if self._start is None and self.fast:  # between events: fast if the line endings are uniform
+            if b"\r" not in buf:
+                sep, nl = b"\n\n", b"\n"
+            elif buf.count(b"\r\n") == buf.count(b"\r") == buf.count(b"\n"):
+                sep, nl = b"\r\n\r\n", b"\r\n"
+            else:
+                sep = nl = b""
+            if sep:
+                if self._buf and sep not in self._buf[-3:] + data:
+                    self._buf, self._buf_offset = buf, base  # no event completed: do not re-split it per chunk
+                    return []
+                return self._feed_events(buf, base, t, sep, nl)
+        return self._feed_lines(buf, base, t)
+
+    def _feed_lines(self, buf: bytes, base: int, t: float | None) -> list[SSEEvent]:
+        """The general path: line by line, any mix of CRLF, LF and CR."""
         out: list[SSEEvent] = []
         pos = 0
         lines = buf.splitlines(keepends=True)  # bytes.splitlines splits on \n, \r\n and \r only
@@ -171,13 +183,9 @@ class SSEDecoder:
         pending_line = self._buf
         if not self._bom_checked and pending_line and _BOM.startswith(pending_line):
             pending_line = b""
-        if b"\n" in pending_line:  # the fast path keeps whole lines after the last blank line
-            at = self._buf_offset
-            *lines, pending_line = pending_line.split(b"\n")
-            for line in lines:
-                self._line(line, at, None, out)
-                at += len(line) + 1
-            self._buf_offset = at
+        if b"\n" in pending_line or b"\r" in pending_line:  # the fast path keeps whole lines after the last event
+            out.extend(self._feed_lines(pending_line, self._buf_offset, None))
+            pending_line = self._buf
         if pending_line:
             # A final line without its line ending: interpret it to show what was lost.
             self._line(pending_line, self._buf_offset, None, out, dispatch=False)
@@ -204,39 +212,40 @@ class SSEDecoder:
         return out
 
     # -- internals ------------------------------------------------------------------------
-    def _feed_events(self, buf: bytes, base: int, t: float | None) -> list[SSEEvent]:
-        """The fast path: LF-only bytes and no event pending, so a blank line is b"\\n\\n" and
-        every complete event is one slice between two of them. The common shapes (`event: X` +
-        one `data:` line, or one `data:` line) are built directly; any other event (comments,
-        several data lines, id/retry, bytes that are not UTF-8, ...) goes line by line through
-        `_line` like the general path, so both give the same events and violations. What follows
-        the last blank line waits in the buffer for more bytes (it starts at a line boundary)."""
-        blocks = buf.split(b"\n\n")
+    def _feed_events(self, buf: bytes, base: int, t: float | None, sep: bytes, nl: bytes) -> list[SSEEvent]:
+        """The fast path: one kind of line ending `nl` and no event pending, so a blank line is
+        `sep` (nl twice) and every complete event is one slice between two of them. The common
+        shapes (`event: X` + one `data:` line, or one `data:` line) are built directly; any other
+        event (comments, several data lines, id/retry, bytes that are not UTF-8, ...) goes line
+        by line through `_line` like the general path, so both give the same events and
+        violations. What follows the last blank line waits in the buffer (it starts a line)."""
+        blocks = buf.split(sep)
         rest = blocks.pop()
         out: list[SSEEvent] = []
         pos = base
         named = self.require_event_name
+        n = len(nl)
         for block in blocks:
-            nl = block.find(b"\n")
+            i = block.find(nl)
             try:
-                if nl < 0:
+                if i < 0:
                     if named or block[:6] != b"data: ":
                         raise ValueError
                     name, data = None, block[6:].decode()
-                elif block[:7] == b"event: " and block.startswith(b"data: ", nl + 1) and block.find(b"\n", nl + 1) < 0:
-                    name, data = block[7:nl].decode(), block[nl + 7:].decode()
+                elif block[:7] == b"event: " and block.startswith(b"data: ", i + n) and block.find(nl, i + n) < 0:
+                    name, data = block[7:i].decode(), block[i + n + 6:].decode()
                 else:
                     raise ValueError
             except ValueError:  # (UnicodeDecodeError is one) not a common shape: line by line
                 at = pos
-                for line in block.split(b"\n"):
+                for line in block.split(nl):
                     self._line(line, at, t, out)
-                    at += len(line) + 1
+                    at += len(line) + n
                 self._dispatch(t, out)
             else:
                 self._count += 1
                 out.append(SSEEvent(name, data, self._last_id, None, pos, t, self._count))
-            pos += len(block) + 2
+            pos += len(block) + len(sep)
         self._buf = rest
         self._buf_offset = pos
         return out

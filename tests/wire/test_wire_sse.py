@@ -130,3 +130,43 @@ def test_any_chunking_gives_the_same_events_and_violations(chunks):
     events += dec.close()
     assert _shape(events) == _shape(whole[0])
     assert dec.violations == whole[1]
+
+
+# ----------------------------------------------------------------------------- the fast path
+LINES = [b"event: content_block_delta", b'data: {"type":"ping"}', b"data:x", b"data", b": comment", b"id: 3",
+         b"id: a\x00", b"retry: 10", b"retry: x", b"data: caf\xc3\xa9", b"data: \xff\xfe", b"foo: bar", b"event:",
+         b"", b"", b""]
+ENDINGS = [b"\n", b"\r\n", b"\r"]
+
+
+@st.composite
+def streams(draw):
+    uniform = draw(st.sampled_from(ENDINGS + [None]))
+    out = [b"\xef\xbb\xbf"] if draw(st.booleans()) else []
+    common = st.sampled_from([[b"event: ping", b'data: {"type":"ping"}'], [b'data: {"a":1}'], [b"data: caf\xc3\xa9"]])
+    for event in draw(st.lists(common | st.lists(st.sampled_from(LINES), max_size=4), max_size=12)):
+        for line in event + [b""]:
+            out.append(line + (uniform or draw(st.sampled_from(ENDINGS))))
+    if draw(st.booleans()):
+        out.append(b"data: tail")
+    return b"".join(out)
+
+
+def _run(chunks, *, fast: bool, named: bool):
+    dec = SSEDecoder(require_event_name=named)
+    dec.fast = fast
+    events = []
+    for i, c in enumerate(chunks):
+        events += dec.feed(c, float(i))
+    events += dec.close()
+    return events, dec.violations, dec.comments
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_fast_path_gives_what_the_line_by_line_path_gives(data):
+    body = data.draw(streams())
+    chunks = data.draw(chunkings(body))
+    named = data.draw(st.booleans())
+    assert _run(chunks, fast=True, named=named) == _run(chunks, fast=False, named=named)
+    assert _run([body], fast=True, named=named) == _run([body], fast=False, named=named)
