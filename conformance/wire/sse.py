@@ -88,10 +88,16 @@ class SSEDecoder:
     def __init__(self, *, require_event_name: bool = False) -> None:
         self.require_event_name = require_event_name
         self.fast = True  # False: the general line-by-line path only (the tests compare the two)
+        self.hold_from = _HOLD_FROM
         self.violations: list[Violation] = []
         self.comments = 0
         self._buf = b""
         self._buf_offset = 0  # absolute offset of self._buf[0]
+        # chunks of a long pending event held back uncopied (_cannot_complete), and the fast path's
+        # blank line while holding (b"" when not)
+        self._held: list[bytes] = []
+        self._held_sep = b""
+        self._held_tail = b""
         self._bom_checked = False
         self._skip_lf = False  # the previous line ended with a lone CR: a leading LF belongs to it
         self._closed = False
@@ -113,6 +119,12 @@ class SSEDecoder:
             raise RuntimeError("SSEDecoder.feed() after close()")
         if not data:
             return []
+        if self._held_sep:  # a long event is arriving: hold chunks that cannot complete it, join once
+            if self._cannot_complete(data, self._held_sep):
+                self._held.append(data)
+                self._held_tail = (self._held_tail + data)[-3:]
+                return []
+            self._release_held()
         buf = self._buf + data if self._buf else bytes(data)
         base = self._buf_offset
         if not self._bom_checked:
@@ -149,9 +161,25 @@ class SSEDecoder:
             if sep:
                 if self._buf and sep not in self._buf[-3:] + data:
                     self._buf, self._buf_offset = buf, base  # no event completed: do not re-split it per chunk
+                    if len(buf) > self.hold_from:  # and past a size, do not copy it per chunk either
+                        self._held_sep, self._held_tail = sep, buf[-3:]
                     return []
                 return self._feed_events(buf, base, t, sep, nl)
         return self._feed_lines(buf, base, t)
+
+    def _cannot_complete(self, data: bytes, sep: bytes) -> bool:
+        """True when `data` after the held bytes keeps the line endings uniform and ends no event,
+        so the fast path would only buffer it (then it is held without being copied)."""
+        if sep in self._held_tail + data[:3] or sep in data:
+            return False
+        if sep == b"\n\n":
+            return b"\r" not in data
+        return (data[:1] != b"\n" and self._held_tail[-1:] != b"\r"
+                and data.count(b"\r\n") == data.count(b"\r") == data.count(b"\n"))
+
+    def _release_held(self) -> None:
+        self._buf = b"".join([self._buf, *self._held])
+        self._held, self._held_sep, self._held_tail = [], b"", b""
 
     def _feed_lines(self, buf: bytes, base: int, t: float | None) -> list[SSEEvent]:
         """The general path: line by line, any mix of CRLF, LF and CR."""
@@ -180,12 +208,14 @@ class SSEDecoder:
             return []
         self._closed = True
         out: list[SSEEvent] = []
+        self._release_held()
         pending_line = self._buf
         if not self._bom_checked and pending_line and _BOM.startswith(pending_line):
             pending_line = b""
         if b"\n" in pending_line or b"\r" in pending_line:  # the fast path keeps whole lines after the last event
             out.extend(self._feed_lines(pending_line, self._buf_offset, None))
-            pending_line = self._buf
+            self._release_held()
+        pending_line = self._buf
         if pending_line:
             # A final line without its line ending: interpret it to show what was lost.
             self._line(pending_line, self._buf_offset, None, out, dispatch=False)
@@ -333,6 +363,8 @@ class SSEDecoder:
         self._retry = None
         self._start = None
 
+
+_HOLD_FROM = 64 * 1024  # a pending event this long is collected in a list, not re-copied per chunk
 
 Chunks = bytes | bytearray | list | tuple
 
