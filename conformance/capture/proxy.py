@@ -61,11 +61,17 @@ _UA_CLIENTS = (
 
 
 def infer_client(user_agent: str) -> tuple[str, str] | None:
-    """(client name, version) from a User-Agent, or None when it is not a known client."""
+    """(client name, version) from a User-Agent, or None when it is not a known client.
+
+    Codex sends `<originator>/<version> (<os>; <arch>) <terminal>`, the originator being
+    `codex_exec` (exec mode), `codex_cli_rs` (the TUI) or another `codex_*` front end."""
     for rx, name in _UA_CLIENTS:
         m = rx.search(user_agent or "")
         if m:
             return name, m.group(1)
+    m = re.match(r"codex_[a-z_]+/(\d[\w.\-]*)", user_agent or "")
+    if m:
+        return "codex", m.group(1)
     return None
 
 

@@ -18,7 +18,8 @@ Rules:
   deadlines -> `suite.deadline.*`; each ends judging (a stream cut by a deadline is not judged
   further, so a hang is reported as a hang, not as a truncated stream).
   status: a non-2xx -> `suite.request.accepted` with the target's error text and the request
-  field it names (count_tokens 404/405/501 -> `suite.count_tokens.available`), and ends judging;
+  field it names (count_tokens 404/405/501 -> `suite.count_tokens.available`; /responses 404/405 ->
+  `suite.responses.available`), and ends judging;
   a connection broken after a 2xx is `suite.transport.complete` on top.
   endpoint: count_tokens is judged by its body and ends judging; a path other than the
   generation ones ends judging with a note.
@@ -50,15 +51,13 @@ from conformance.checks.outcome import CheckOutcome
 from conformance.core.failures import HasViolations, Violation
 from conformance.core.registry import violation
 from conformance.net.transport import RawExchange
-from conformance.wire.dialect import Dialect, dialect
+from conformance.wire.dialect import Dialect, dialect, is_generation_path
 
 _DEADLINE_CHECK = {
     "deadline_total": suite_checks.DEADLINE_TOTAL,
     "deadline_first_content": suite_checks.DEADLINE_FIRST_CONTENT,
     "deadline_first_byte": suite_checks.DEADLINE_FIRST_CONTENT,
 }
-# Paths judged beyond acceptance: the generation endpoints of the wires, behind any prefix.
-_GENERATION_SUFFIXES = ("/messages", "/chat/completions")
 
 
 @dataclass
@@ -244,6 +243,11 @@ def status(state: ExchangeState) -> list[CheckOutcome]:
             return _end(state, "status", state.fail(
                 suite_checks.COUNT_TOKENS, f"count_tokens is not served: HTTP {raw.status}",
                 expected="200 with {input_tokens}", seen=f"HTTP {raw.status}: {text}"))
+        unserved = suite_checks.unserved_endpoint(state.path, raw.status)
+        if unserved is not None:
+            return _end(state, "status", state.fail(
+                unserved, f"{state.path} is not served: HTTP {raw.status}", expected="2xx",
+                seen=f"HTTP {raw.status}: {text}"))
         ptr = named_field(text, state.request)
         field_note = f" — the error names the request field {ptr}" if ptr else ""
         return _end(state, "status", state.fail(
@@ -267,7 +271,7 @@ def endpoint(state: ExchangeState) -> list[CheckOutcome]:
             suite_checks.COUNT_TOKENS, "count_tokens answered without an integer input_tokens",
             expected='{"input_tokens": N}', seen=state.raw.body()[:300].decode("utf-8", "replace"),
             pointer="/input_tokens"))
-    if not state.path.endswith(_GENERATION_SUFFIXES):
+    if not is_generation_path(state.path):
         return _end(state, "endpoint", CheckOutcome(
             suite_checks.STREAM_WELLFORMED, None, note=f"{state.path} is not judged beyond acceptance by this release"))
     return []
