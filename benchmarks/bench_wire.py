@@ -341,6 +341,68 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def build_responses_stream(n_events: int) -> bytes:
+    """A Responses API stream of about n_events events: a message's text deltas, then one
+    function call's argument deltas, then response.completed with the whole output."""
+    per = max(1, (n_events - 14) // 2)
+    seq = iter(range(10 ** 9))
+    text_pieces = [f"word{i} " for i in range(per)]
+    arg_pieces = ['{"file_path": "/w/a.txt", "content": "'] + [f"line {i}\\n" for i in range(per)] + ['"}']
+    msg = {"id": "msg_68c1f7a2b3c4", "type": "message", "status": "completed", "role": "assistant",
+           "content": [{"type": "output_text", "text": "".join(text_pieces), "annotations": [], "logprobs": []}]}
+    call = {"id": "fc_68c1f7a2b3c5", "type": "function_call", "status": "completed", "call_id": "call_9TNs3vT6",
+            "name": "Write", "arguments": "".join(arg_pieces)}
+
+    def response(status: str, output: list, usage: dict | None) -> dict:
+        return {"id": "resp_68c1f7a2b3c3", "object": "response", "created_at": 1764633600, "status": status,
+                "error": None, "incomplete_details": None, "model": "gpt-5-codex", "output": output, "usage": usage,
+                "parallel_tool_calls": True, "tool_choice": "auto", "tools": [], "store": False}
+
+    evs: list[dict] = [{"type": "response.created", "response": response("in_progress", [], None)},
+                       {"type": "response.in_progress", "response": response("in_progress", [], None)},
+                       {"type": "response.output_item.added", "output_index": 0,
+                        "item": {**msg, "status": "in_progress", "content": []}},
+                       {"type": "response.content_part.added", "item_id": msg["id"], "output_index": 0,
+                        "content_index": 0, "part": {**msg["content"][0], "text": ""}}]
+    evs += [{"type": "response.output_text.delta", "item_id": msg["id"], "output_index": 0, "content_index": 0,
+             "delta": piece, "logprobs": []} for piece in text_pieces]
+    evs += [{"type": "response.output_text.done", "item_id": msg["id"], "output_index": 0, "content_index": 0,
+             "text": msg["content"][0]["text"], "logprobs": []},
+            {"type": "response.content_part.done", "item_id": msg["id"], "output_index": 0, "content_index": 0,
+             "part": msg["content"][0]},
+            {"type": "response.output_item.done", "output_index": 0, "item": msg},
+            {"type": "response.output_item.added", "output_index": 1,
+             "item": {**call, "status": "in_progress", "arguments": ""}}]
+    evs += [{"type": "response.function_call_arguments.delta", "item_id": call["id"], "output_index": 1,
+             "delta": piece} for piece in arg_pieces]
+    evs += [{"type": "response.function_call_arguments.done", "item_id": call["id"], "output_index": 1,
+             "arguments": call["arguments"]},
+            {"type": "response.output_item.done", "output_index": 1, "item": call},
+            {"type": "response.completed", "response": response(
+                "completed", [msg, call], {"input_tokens": 1523, "input_tokens_details": {"cached_tokens": 0},
+                                           "output_tokens": n_events,
+                                           "output_tokens_details": {"reasoning_tokens": 0},
+                                           "total_tokens": 1523 + n_events})}]
+    out = []
+    for ev in evs:
+        ev = {"type": ev["type"], "sequence_number": next(seq), **{k: v for k, v in ev.items() if k != "type"}}
+        out.append(f"event: {ev['type']}\ndata: {json.dumps(ev, separators=(',', ':'))}\n\n".encode())
+    return b"".join(out)
+
+
+def run_responses(chunks):
+    from conformance.wire import responses
+
+    report = responses.check_stream(chunks)
+    assert report.ok and report.complete, report.violations[:3]
+    return report.message
+
+
+def run_sdk_responses(client):
+    with client.responses.stream(model="gpt-5-codex", input="hi") as stream:
+        return stream.get_final_response()
+
+
 def responses_case(args, ratios: dict[str, str]) -> None:
     try:
         from conformance.wire import responses  # noqa: F401
@@ -348,6 +410,23 @@ def responses_case(args, ratios: dict[str, str]) -> None:
         print("responses: no Responses judge in this tree (conformance.wire.responses); skipped")
         ratios["responses_vs_sdk"] = ratios["responses_vs_floor"] = "n/a"
         return
+    body = build_responses_stream(args.events)
+    chunks = chunked(body, args.chunk)
+    raw = [c for _, c in chunks]
+    ours_msg = run_responses(chunks)
+    sdk_final = run_sdk_responses(make_openai_client(raw))
+    assert sdk_final.output[1].arguments == ours_msg["output"][1]["arguments"], "judge and SDK disagree"
+    n = len(decode(body)[0])
+    results = {
+        "ours (responses judge)": best(lambda: run_responses(chunks), args.repeat),
+        "openai SDK responses.stream": sdk_time(make_openai_client, run_sdk_responses, raw, args.repeat),
+        "plain split + json.loads": best(lambda: run_split(body), args.repeat),
+    }
+    table(f"responses: {n} events, {len(body) / 1e6:.2f} MB", n, len(body) / 1e6, results)
+    ours = results["ours (responses judge)"]
+    ratios["responses_vs_sdk"] = "n/a" if results["openai SDK responses.stream"] is None else \
+        f"{results['openai SDK responses.stream'] / ours:.2f}"
+    ratios["responses_vs_floor"] = f"{results['plain split + json.loads'] / ours:.2f}"
 
 
 if __name__ == "__main__":
