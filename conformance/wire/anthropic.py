@@ -56,7 +56,7 @@ from conformance.wire.base import (
     load_json,
     schema_problems,
 )
-from conformance.wire.sse import SSEDecoder, SSEEvent, decode, iter_chunks
+from conformance.wire.sse import SSEDecoder, SSEEvent, decode, head_then_whole, iter_chunks
 
 # ----------------------------------------------------------------------------- check ids
 _C = "anthropic.stream."
@@ -641,6 +641,12 @@ def content_started(buf: bytes) -> bool:
         return True
     if not any(name.encode() in buf for name in _CONTENT_EVENTS):
         return False
+    # Content comes early: judge a short head first (events of a prefix are the first events of
+    # the whole, so a True there is the answer), the whole buffer only when the head has none.
+    return any(_has_content(part) for part in head_then_whole(buf))
+
+
+def _has_content(buf: bytes) -> bool:
     events, _ = decode(buf)
     for ev in events:
         name = ev.event

@@ -32,7 +32,7 @@ from typing import Any
 from conformance.core.failures import Violation
 from conformance.core.registry import register, violation
 from conformance.wire.base import StreamReport, check_for_pointer, fast_json, load_json, schema_problems
-from conformance.wire.sse import SSEDecoder, SSEEvent, decode, iter_chunks
+from conformance.wire.sse import SSEDecoder, SSEEvent, decode, head_then_whole, iter_chunks
 
 # ----------------------------------------------------------------------------- check ids
 _C = "openai.stream."
@@ -542,6 +542,10 @@ def content_started(buf: bytes) -> bool:
         return False
     if head in (b"{", b"["):
         return True
+    return any(_has_content(part) for part in head_then_whole(buf))  # (see anthropic.content_started)
+
+
+def _has_content(buf: bytes) -> bool:
     events, _ = decode(buf)
     for ev in events:
         if ev.data.strip() == "[DONE]" or ev.event == "error":

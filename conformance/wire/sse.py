@@ -390,3 +390,14 @@ def decode(chunks: Chunks, *, require_event_name: bool = False) -> tuple[list[SS
         events.extend(dec.feed(data, t))
     events.extend(dec.close())
     return events, dec.violations
+
+
+HEAD_BYTES = 4096
+
+
+def head_then_whole(buf: bytes, head: int = HEAD_BYTES):
+    """`buf[:head]`, then `buf` when it is longer: for questions about a stream's first events
+    (an SSE prefix dispatches exactly the first events of the whole, so a yes on the head holds)."""
+    yield buf[:head]
+    if len(buf) > head:
+        yield buf
