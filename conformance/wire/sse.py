@@ -28,7 +28,9 @@ The decoder works a line at a time over a byte buffer (the approach of the anthr
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import threading
 from typing import NamedTuple
 
 from conformance.core.failures import Violation
@@ -114,6 +116,12 @@ class SSEDecoder:
         self._unnamed_at = -1
 
     # -- public API -----------------------------------------------------------------------
+    def copy(self) -> SSEDecoder:
+        """An independent decoder in the same state (its lists copied; everything else is immutable)."""
+        new = copy.copy(self)
+        new.violations, new._data, new._held = list(self.violations), list(self._data), list(self._held)
+        return new
+
     def feed(self, data: bytes, t: float | None = None) -> list[SSEEvent]:
         if self._closed:
             raise RuntimeError("SSEDecoder.feed() after close()")
@@ -384,10 +392,36 @@ def iter_chunks(chunks: Chunks):
 
 def decode(chunks: Chunks, *, require_event_name: bool = False) -> tuple[list[SSEEvent], list[Violation]]:
     """Decode a whole stream: bytes, or a list of (t, bytes) chunks as the transport records them."""
+    if isinstance(chunks, bytes):
+        return _decode_bytes(chunks, require_event_name)
     dec = SSEDecoder(require_event_name=require_event_name)
     events: list[SSEEvent] = []
     for t, data in iter_chunks(chunks):
         events.extend(dec.feed(data, t))
+    events.extend(dec.close())
+    return events, dec.violations
+
+
+# A sender asks "has content started?" (content_started) on the bytes so far after every chunk:
+# the same growing buffer, decoded again and again (quadratic in a long first event). So the
+# decoder state before close is kept per thread for the last buffer past RESUME_FROM bytes, and a
+# buffer that extends it resumes from there: feeding in two pieces gives what one piece gives
+# (tests/wire/test_wire_sse.py), so the answer is the same.
+RESUME_FROM = 4096
+_resume = threading.local()
+
+
+def _decode_bytes(buf: bytes, named: bool) -> tuple[list[SSEEvent], list[Violation]]:
+    last = getattr(_resume, "last", None)
+    if last is not None and last[0] == named and len(buf) >= len(last[1]) and buf.startswith(last[1]):
+        _, prev, saved, saved_events = last
+        dec, events = saved.copy(), list(saved_events)
+        events.extend(dec.feed(buf[len(prev):]))
+    else:
+        dec = SSEDecoder(require_event_name=named)
+        events = dec.feed(buf)
+    if len(buf) >= RESUME_FROM:
+        _resume.last = (named, buf, dec.copy(), list(events))
     events.extend(dec.close())
     return events, dec.violations
 

@@ -174,3 +174,22 @@ def test_fast_path_gives_what_the_line_by_line_path_gives(data):
     assert _run(chunks, fast=True, named=named) == slow
     assert _run(chunks, fast=True, named=named, hold_from=0) == slow  # long pending events held uncopied
     assert _run([body], fast=True, named=named) == _run([body], fast=False, named=named)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_decoding_a_growing_buffer_again_and_again_gives_fresh_answers(data):
+    import conformance.wire.sse as sse
+
+    body = data.draw(streams())
+    other = data.draw(streams())
+    named = data.draw(st.booleans())
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(body)), max_size=8))) + [len(body)]
+    old, sse.RESUME_FROM = sse.RESUME_FROM, 0  # resume from every buffer
+    try:
+        for i, cut in enumerate(cuts):
+            if i == 3:  # another stream in between must not be taken for a continuation
+                assert sse.decode(other, require_event_name=named) == decode([other], require_event_name=named)
+            assert sse.decode(body[:cut], require_event_name=named) == decode([body[:cut]], require_event_name=named)
+    finally:
+        sse.RESUME_FROM = old
