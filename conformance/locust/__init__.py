@@ -8,7 +8,7 @@ Rules:
   (`conformance.checks.exchange.check_exchange`, the same judge every other front end uses).
 - A protocol violation is a Locust failure named by its check ids ("anthropic.stream.grammar,
   ..."), so Locust's failure table counts them per check.
-- Each Locust process writes its own results record (`<report dir>/results/results-locust-<pid>.jsonl`,
+- Each Locust process writes its own results record (`<report dir>/results/results-locust-<host>-<pid>.jsonl`,
   conformance.core.results); `python -m conformance.locust merge <report dir>` merges every
   worker's record into the usual reports (summary.md) and exits 1 when anything failed.
 - Multi-core is Locust's own: `--processes N` forks N local workers; several machines are

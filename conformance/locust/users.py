@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import socket
 import time
 from pathlib import Path
 
@@ -40,7 +41,8 @@ class _Shared:
         key = options.conformance_api_key or os.environ.get("CONFORMANCE_API_KEY") or None
         cls.work = workload(Path(options.conformance_captures) if options.conformance_captures else None, key)
         cls.order = itertools.cycle(range(len(cls.work)))
-        cls.writer = ResultsWriter(Path(options.conformance_report_dir) / "results", worker=f"locust-{os.getpid()}")
+        worker = f"locust-{socket.gethostname()}-{os.getpid()}"  # unique across machines too
+        cls.writer = ResultsWriter(Path(options.conformance_report_dir) / "results", worker=worker)
 
 
 class CaptureReplayUser(HttpUser):
