@@ -33,6 +33,10 @@ MARKERS = {
 }
 
 _SESSION = pytest.StashKey[object]()
+# The option choices, kept equal to conformance.suite.config's APIS / CLIENTS by a test (imported
+# lazily there: loading the plugin must not load the suite for every pytest run).
+APIS = ("auto", "anthropic", "openai", "responses")
+CLIENTS = ("all", "claude-code", "opencode", "codex")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -40,8 +44,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--target", dest="conformance_target", metavar="URL",
                 help="base URL of the router or engine under test (env CONFORMANCE_TARGET); "
                      "enables the suite")
-    g.addoption("--conformance-api", choices=("auto", "anthropic", "openai"), default=None,
-                help="which API to test: anthropic, openai, or auto (probe what the target serves; default)")
+    g.addoption("--conformance-api", choices=APIS, default=None,
+                help="which API to test: anthropic, openai, responses (the OpenAI Responses API, Codex's), or auto "
+                     "(probe what the target serves; default)")
     g.addoption("--conformance-model", metavar="NAME",
                 help="model sent in every request (default: the captured model if the target serves it, "
                      "else the first of the target's /v1/models)")
@@ -49,8 +54,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="the model expected to answer when SENT is asked (a router alias); repeatable or comma-separated")
     g.addoption("--conformance-api-key", metavar="KEY",
                 help="API key, sent the way each client sends it (env CONFORMANCE_API_KEY)")
-    g.addoption("--conformance-client", choices=("all", "claude-code", "opencode"), default=None,
-                help="which client's captures to replay (default all)")
+    g.addoption("--conformance-client", choices=CLIENTS, default=None,
+                help="which client's captures to replay (default all); naming one selects its wire: a target "
+                     "that does not serve it fails instead of skipping (codex: suite.responses.available)")
     g.addoption("--conformance-captures", metavar="DIR|FILE",
                 help="captures folder or one capture file (default: the bundled captured/)")
     g.addoption("--conformance-deadline-total", type=float, metavar="SECONDS",

@@ -16,6 +16,9 @@ Rules:
 - `apply_patch` is a freeform custom tool only when the model catalog entry says so
   (`apply_patch_tool_type: "freeform"`), which is how people configure local models: such a case
   writes a one-entry `model_catalog_json` whose `slug` is the model name.
+- A case with `mcp_files` attaches a stdio MCP server (`codex_mcp.py`, read-only, confined to the
+  scratch project), which Codex offers as the namespace tool `mcp__files`: the corpus's real
+  namespaced call (scenario namespace-read).
 - The recapture module (`conformance.capture.recapture`) owns the run loop; this module gives it
   Codex's data (`NAME`, `PIN`, `NPM_PACKAGE`, `BINARY`, `case_specs()`), the command line
   (`argv`), and the scratch set-up (`prepare`).
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +44,8 @@ PROVIDER = "responses"
 # The fixed seed of the edit-file scenario's variable (diff-stable across recaptures).
 EDIT_FILE_OWNER = "maplewood"
 WRITE_FILE_TOKEN = "5c0ffee1d2a3"
+NAMESPACE_READ_TOKEN = "d00dfeed4242"
+MCP_SERVER = Path(__file__).with_name("codex_mcp.py")
 
 ENVIRONMENT = ("HOME and CODEX_HOME=<scratch> <KEY_ENV>=<fake>, CODEX_HOME/config.toml with the provider (see each "
                "case's meta.codex_config); codex exec --sandbox workspace-write, approval_policy never, stdin "
@@ -90,6 +96,13 @@ def case_specs() -> list[dict[str, Any]]:
                      "store-false", "scenario:sum-numbers"],
              min_model_requests=3, seed={"numbers.txt": "101\n202\n303\n404\n505\n606\n"},
              model_options=freeform),
+        dict(client=NAME, case="namespace-call", prompt=_scenario_prompt("namespace-read"), provider=PROVIDER,
+             description="a call of a tool inside a namespace: a stdio MCP server attached in config.toml is "
+                         "offered as the namespace mcp__files; read_file through it, write through the shell, "
+                         "answer (scenario namespace-read)",
+             covers=["tool-loop", "namespace-call", "mcp-server", "scenario:namespace-read"],
+             min_model_requests=3, seed={"code.txt": f"code={NAMESPACE_READ_TOKEN}\n"},
+             model_options={"mcp_files": True}),
         dict(client=NAME, case="no-web-search", prompt=plain, provider=PROVIDER,
              description='web_search = "disabled" in config.toml: no hosted tool in the request',
              covers=["web-search-disabled", "responses-wire"], model_options={"web_search": "disabled"}),
@@ -118,8 +131,8 @@ def model_catalog(slug: str) -> dict[str, Any]:
     }]}
 
 
-def config_text(case, base_url: str, catalog_path: str | None) -> str:
-    """CODEX_HOME/config.toml for one case."""
+def config_text(case, base_url: str, catalog_path: str | None, mcp: tuple[str, str, str] | None = None) -> str:
+    """CODEX_HOME/config.toml for one case (`mcp`: the MCP server's python, script and root)."""
     options = case.model_options or {}
     lines = [
         f"model = {json.dumps(MODEL)}",
@@ -143,6 +156,13 @@ def config_text(case, base_url: str, catalog_path: str | None) -> str:
         "request_max_retries = 0",
         "stream_max_retries = 0",
     ]
+    if mcp:
+        python, script, root = mcp
+        lines += ["", "[mcp_servers.files]", f"command = {json.dumps(python)}",
+                  f"args = {json.dumps([script, root])}", 'enabled_tools = ["read_file"]',
+                  # the server is read-only and confined to the project (codex_mcp.py): its one tool
+                  # needs no approval, which `approval_policy = "never"` could not give
+                  'default_tools_approval_mode = "approve"']
     return "\n".join(lines) + "\n"
 
 
@@ -156,7 +176,8 @@ def prepare(case, home: Path, project: Path, proxy_url: str, fake_key: str) -> t
         entry = model_catalog(MODEL)
         entry["models"][0]["apply_patch_tool_type"] = case.model_options["apply_patch_tool_type"]
         catalog.write_text(json.dumps(entry, indent=1))
-    (codex_home / "config.toml").write_text(config_text(case, proxy_url, str(catalog) if catalog else None))
+    mcp = (sys.executable, str(MCP_SERVER), str(project)) if (case.model_options or {}).get("mcp_files") else None
+    (codex_home / "config.toml").write_text(config_text(case, proxy_url, str(catalog) if catalog else None, mcp))
     env = {"CODEX_HOME": str(codex_home), KEY_ENV: fake_key}
     return env, [*argv(case)[1:-1], "--cd", str(project), case.prompt]
 
@@ -164,7 +185,9 @@ def prepare(case, home: Path, project: Path, proxy_url: str, fake_key: str) -> t
 def meta(case) -> dict[str, Any]:
     """What a capture's meta records of the Codex set-up (placeholders for per-run paths)."""
     catalog = "<CODEX_HOME>/model-catalog.json" if (case.model_options or {}).get("apply_patch_tool_type") else None
-    out: dict[str, Any] = {"codex_config": config_text(case, "http://127.0.0.1:PORT", catalog),
+    mcp = ("<python>", "<conformance>/capture/codex_mcp.py", "<project>") if (case.model_options or {}).get(
+        "mcp_files") else None
+    out: dict[str, Any] = {"codex_config": config_text(case, "http://127.0.0.1:PORT", catalog, mcp),
                            "sandbox": shlex.join(SANDBOX_FLAGS)}
     if catalog:
         out["model_catalog_entry"] = {k: v for k, v in model_catalog(MODEL)["models"][0].items()

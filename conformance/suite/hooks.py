@@ -183,6 +183,29 @@ def run_facts(session: SuiteSession) -> dict[str, str]:
     }
 
 
+def not_run(pytest_session: pytest.Session, session: SuiteSession) -> dict[str, str]:
+    """The corpora of a wire the target does not serve, skipped under --conformance-api auto:
+    '<client> corpus' -> 'not run: why' for the summary (a skip must not read as a pass)."""
+    from conformance.suite.cases import all_cases, capture_api, not_served_reason
+
+    cfg = session.config
+    if cfg.api != "auto" or session.target_down() is not None:
+        return {}
+    try:
+        caps, _ = all_cases(pytest_session.config)
+    except pytest.UsageError:
+        return {}
+    out: dict[str, str] = {}
+    for capture in caps:
+        api = capture_api(capture)
+        key = f"{capture.client} corpus"
+        if key in out or cfg.client == capture.client:
+            continue
+        if not session.serves(api):
+            out[key] = "not run: " + not_served_reason(session, api)
+    return out
+
+
 # ----------------------------------------------------------------------------- end of session
 def finish(pytest_session: pytest.Session, session: SuiteSession) -> None:
     config = pytest_session.config
@@ -191,7 +214,7 @@ def finish(pytest_session: pytest.Session, session: SuiteSession) -> None:
     from conformance.report.summary import write_summary
 
     cfg = session.config
-    meta = {**run_facts(session), "salt": "on" if cfg.salt else "off"}
+    meta = {**run_facts(session), "salt": "on" if cfg.salt else "off", **not_run(pytest_session, session)}
     session.summary_path = write_summary(session.report_dir, meta)
     if cfg.baseline_write is not None:
         from conformance.core.results import read_results

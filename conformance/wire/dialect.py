@@ -246,6 +246,10 @@ class Dialect:
         raise NotImplementedError
 
     # ---- building a request ----------------------------------------------------------------
+    def invalid_request(self, body: dict) -> tuple[dict, str]:
+        """`body` made one the API must refuse (non-stream), and what was broken, for messages."""
+        return {**body, "messages": "this is not a list of messages", "stream": False}, "messages is a string"
+
     def one_turn_request(self, model: str, system: str, user_text: str, *, max_tokens: int,
                          stream: bool) -> dict[str, Any]:
         """A minimal one-turn request in this wire's shape (a streamed chat request asks for usage)."""
@@ -653,6 +657,10 @@ class ResponsesDialect(Dialect):
         inp.insert(0, {"type": "message", "role": "developer",
                        "content": [{"type": "input_text", "text": prefix.rstrip()}]})
         return True
+
+    def invalid_request(self, body: dict) -> tuple[dict, str]:
+        # a string is a valid `input` here: a number is not (neither a string nor a list of items)
+        return {**body, "input": 12345, "stream": False}, "input is a number"
 
     def one_turn_request(self, model: str, system: str, user_text: str, *, max_tokens: int,
                          stream: bool) -> dict[str, Any]:

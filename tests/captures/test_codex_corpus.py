@@ -21,7 +21,7 @@ from conformance.capture.redact import CODEX_ID_KEYS, RedactionConfig, Redactor
 from conformance.core.paths import captured_dir
 
 FOLDER = captured_dir() / "codex" / codex.PIN
-CASES = ["plain", "exec-loop", "apply-patch-loop", "multi-turn-reasoning", "no-web-search"]
+CASES = ["plain", "exec-loop", "apply-patch-loop", "multi-turn-reasoning", "namespace-call", "no-web-search"]
 PSEUDONYM = re.compile(r"00000000-0000-4000-8000-\d{12}(:\d+)?")
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 # Codex's own ids of input items (`msg_`, `fco_`, `ctco_` + a uuid) name items, not a person, an
@@ -73,6 +73,34 @@ def test_what_each_codex_case_shows():
     assert len(sent_back) == 2 and all(i["encrypted_content"] for i in sent_back)
     assert any(i.get("type") == "function_call_output" for i in multi[-1]["input"])
     assert all(b["store"] is False for b in multi)
+    ns = _bodies("namespace-call")
+    assert any(t["type"] == "namespace" and t["name"] == "mcp__files" for t in ns[0]["tools"])
+    (call,) = [i for i in ns[1]["input"] if i.get("type") == "function_call"]
+    assert (call["name"], call["namespace"]) == ("read_file", "mcp__files")
+    (result,) = [i for i in ns[1]["input"] if i.get("type") == "function_call_output"]
+    assert result["output"][-1]["text"] == f"code={codex.NAMESPACE_READ_TOKEN}\n"  # the MCP server answered
+
+
+def test_the_mcp_server_reads_only_inside_its_root(tmp_path):
+    from conformance.capture import codex_mcp
+
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "a.txt").write_text("inside\n")
+    (tmp_path / "secret.txt").write_text("outside\n")
+    (root / "link.txt").symlink_to(tmp_path / "secret.txt")
+    assert codex_mcp.read_file(root, "a.txt") == ("inside\n", False)
+    for escape in ("../secret.txt", str(tmp_path / "secret.txt"), "link.txt"):
+        text, is_error = codex_mcp.read_file(root, escape)
+        assert is_error and "outside" in text and "outside\n" != text
+    call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": {"name": "read_file", "arguments": {"path": "a.txt"}}}
+    assert codex_mcp.answer(root, call)["result"] == {"content": [{"type": "text", "text": "inside\n"}],
+                                                       "isError": False}
+    listed = codex_mcp.answer(root, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})["result"]["tools"]
+    assert [t["name"] for t in listed] == ["read_file"]
+    assert codex_mcp.answer(root, {"jsonrpc": "2.0", "method": "notifications/initialized"}) is None
+    assert codex_mcp.answer(root, {"jsonrpc": "2.0", "id": 9, "method": "resources/list"})["error"]["code"] == -32601
 
 
 @pytest.mark.parametrize("case", CASES)

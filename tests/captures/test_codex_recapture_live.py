@@ -43,7 +43,7 @@ def test_codex_recapture_diffs_empty_against_the_committed_corpus(tmp_path):
     committed = captured_dir() / "codex"
     changes = diff_paths(committed, out / "codex")
     assert changes == [], format_diff(changes, "committed", "recaptured")
-    assert len(load_captures(out / "codex")) == len(load_captures(committed)) == 5
+    assert len(load_captures(out / "codex")) == len(load_captures(committed)) == 6
     # the scripted edits landed in the scratch projects, through Codex's sandbox
     assert (scratch / "codex-apply-patch-loop" / "project" / "settings.conf").read_text().splitlines()[1] == \
         "mode=final"

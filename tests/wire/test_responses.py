@@ -409,3 +409,25 @@ def test_arbitrary_bytes_never_raise(raw):
     responses.check_response(raw)
     responses.check_error(500, raw)
     responses.content_started(raw)
+
+
+# ----------------------------------------------------------------------------- check-stream
+def test_check_stream_judges_saved_responses_bodies(tmp_path, capsys):
+    from conformance.cli import main
+
+    good, cut = tmp_path / "good.sse", tmp_path / "cut.sse"
+    good.write_bytes(_raw("apply-patch-freeform"))
+    cut.write_bytes(rs.encode(_events()[:-1]))
+    assert main(["check-stream", str(good), "--protocol", "responses"]) == 0
+    assert "ok:" in capsys.readouterr().out
+    assert main(["check-stream", str(cut), "--protocol", "responses", "--json"]) == 1
+    verdict = json.loads(capsys.readouterr().out)
+    assert verdict["protocol"] == "responses" and not verdict["complete"]
+    assert [v["check_id"] for v in verdict["violations"]] == [responses.TERMINAL]
+    body = tmp_path / "response.json"
+    body.write_text(json.dumps(VALID["text"][0][-1]["response"]))
+    assert main(["check-stream", str(body), "--protocol", "responses"]) == 0
+    err = tmp_path / "error.json"
+    err.write_text('{"detail": "nope"}')
+    assert main(["check-stream", str(err), "--protocol", "responses", "--status", "400"]) == 1
+    assert responses.ENVELOPE in capsys.readouterr().out
