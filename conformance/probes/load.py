@@ -138,11 +138,14 @@ def capture_items(target: Target, captures_root: Path | None = None) -> list[Wor
     return items
 
 
-def loop_items(scenarios_dir: Path | None = None) -> list[WorkItem]:
-    """Every bundled scenario as a whole agent loop (conformance.loop's driver, real client shapes)."""
+def loop_items(api: str, scenarios_dir: Path | None = None) -> list[WorkItem]:
+    """Every bundled scenario the client of `api` can run, as a whole agent loop (conformance.loop's
+    driver, real client shapes): a scenario that needs an attached MCP server or a resumed session
+    runs only where that wire's client does so."""
+    from conformance.loop.driver import scenario_runs_on
     from conformance.loop.scenarios import load_scenarios
 
-    return [WorkItem(f"loop:{s.id}", scenario=s) for s in load_scenarios(scenarios_dir)]
+    return [WorkItem(f"loop:{s.id}", scenario=s) for s in load_scenarios(scenarios_dir) if scenario_runs_on(s, api)]
 
 
 def default_workload(target: Target, *, captures_root: Path | None = None, scenarios_dir: Path | None = None,
@@ -151,7 +154,7 @@ def default_workload(target: Target, *, captures_root: Path | None = None, scena
     if include_captures:
         items += capture_items(target, captures_root)
     if include_loops:
-        items += loop_items(scenarios_dir)
+        items += loop_items(target.api, scenarios_dir)
     if not items:
         items.append(WorkItem("probe:short", build_request(target, "Say hello in five words.", max_tokens=64, salt="")))
     return items

@@ -12,7 +12,7 @@ from conformance.probes.load import capture_items, concurrency_probe, loop_items
 def test_conformant_engine_passes_the_ramp_with_figures_per_level(engine, make_target):
     t = make_target(engine(max_context=131072))
     # a slice of the default workload (captured requests + whole agent loops) keeps it fast
-    items = capture_items(t)[:2] + loop_items()[:2]
+    items = capture_items(t)[:2] + loop_items(t.api)[:2]
     assert len(items) == 4 and items[-1].scenario is not None
     rep = run_sync(concurrency_probe(t, 4, items=items))
     acc, thr = rep.acceptance(), rep.throughput()
