@@ -30,7 +30,7 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1] / "conformance"
 # Bottom to top; packages in one tuple share a floor (they may import each other).
 FLOOR_ORDER: tuple[tuple[str, ...], ...] = (
     ("core",), ("wire",), ("net",), ("checks",), ("capture",), ("report",), ("layers",),
-    ("loop", "clients", "probes"), ("suite", "commands", "peers"), ("plugin", "cli"),
+    ("loop", "clients", "probes"), ("suite", "commands", "peers", "locust"), ("plugin", "cli"),
 )
 FLOOR_RANK = {package: rank for rank, packages in enumerate(FLOOR_ORDER) for package in packages}
 DOUBLES = ("engine", "router")

@@ -1,8 +1,9 @@
 """Structural diff of two capture corpora (`conformance capture --diff OLD NEW`).
 
 Rules:
-- Captures are paired by (client, case), not version: the point is to see what a new client
-  release changed. Exchanges inside a capture are paired by kind (method, path, with or without
+- Captures are paired by (client, version, case) for a release both corpora hold, else by
+  (client, case), the newest release of each side: the point is to see what a new client release
+  changed. Exchanges inside a capture are paired by kind (method, path, with or without
   tools) and occurrence, so a title request racing the main request pairs the same way whatever
   order it arrived in.
 - Only structure is compared, never prose or per-run values: body keys and their order; header
@@ -13,6 +14,16 @@ Rules:
   shape; message roles and content block types. Response status and content type only on request
   (`responses=True`, `--diff-responses`): they describe the upstream, not the client.
 - A recapture of the same client versions diffs empty: that is the corpus regression test.
+- The drift summary (`drift_summary`, what `conformance capture --diff` prints first; the full
+  list follows with `--full`) fits SUMMARY_LINES lines of SUMMARY_COLUMNS columns. It aggregates
+  the model requests (those offering tools) of every paired capture: request fields added or
+  removed, changed defaults (model, max_tokens, effort, thinking; the `default` case's value,
+  else the most common), betas added / removed, tools added / removed, new tool attributes and
+  parameters, new message shapes (role, position, empty content), the per-conversation first
+  system block, endpoints and query strings. Each finding carries a risk for routers (high: a
+  field a closed request struct refuses, a tool attribute that changes what is callable; medium:
+  a default or beta a router maps or forwards; low: the rest) and is ranked by it. Probe requests
+  such as `HEAD /` are one line, with the number of captures that send them, never one per case.
 """
 
 from __future__ import annotations
@@ -196,16 +207,15 @@ def _version_key(version: str) -> list[Any]:
 
 def diff_corpora(old: list[Capture], new: list[Capture], *, responses: bool = False) -> list[Change]:
     """Every structural difference between two corpora, ordered by capture and place."""
-    a, b = _index(old), _index(new)
     changes: list[Change] = []
-    for key in sorted(set(a) | set(b)):
-        if key not in b:
-            changes.append(Change(key, "(capture)", a[key].id, None, "removed"))
+    for key, ca, cb in _pairs(old, new):
+        if cb is None:
+            changes.append(Change(key, "(capture)", ca.id, None, "removed"))
             continue
-        if key not in a:
-            changes.append(Change(key, "(capture)", None, b[key].id, "added"))
+        if ca is None:
+            changes.append(Change(key, "(capture)", None, cb.id, "added"))
             continue
-        fa, fb = _flat_capture(a[key], responses), _flat_capture(b[key], responses)
+        fa, fb = _flat_capture(ca, responses), _flat_capture(cb, responses)
         for where in sorted(set(fa) | set(fb), key=lambda w: (w.split(" ", 2)[:2], w)):
             if where not in fb:
                 changes.append(Change(key, where, fa[where], None, "removed"))
@@ -221,6 +231,251 @@ def diff_paths(old: Path | str, new: Path | str, *, responses: bool = False) -> 
         if not Path(p).exists():
             raise FileNotFoundError(f"{p}: no such capture file or folder")
     return diff_corpora(load_captures(old), load_captures(new), responses=responses)
+
+
+SUMMARY_LINES = 40
+SUMMARY_COLUMNS = 100
+RISK_ORDER = {"high": 0, "medium": 1, "low": 2}
+_DEFAULT_KEYS = ("model", "max_tokens", "effort", "thinking")
+_STANDARD_TOOL_KEYS = {"name", "description", "input_schema", "type", "function"}
+
+
+def _pairs(old: list[Capture], new: list[Capture]) -> list[tuple[str, Capture | None, Capture | None]]:
+    """(label, old capture, new capture): same release when both sides hold it, else newest by case."""
+    out = []
+    releases_a = {(c.client, c.client_version) for c in old}
+    releases_b = {(c.client, c.client_version) for c in new}
+    common = releases_a & releases_b
+    same_a = {c.id: c for c in old if (c.client, c.client_version) in common}
+    same_b = {c.id: c for c in new if (c.client, c.client_version) in common}
+    for key in sorted(set(same_a) | set(same_b)):
+        out.append((key, same_a.get(key), same_b.get(key)))
+    a = _index([c for c in old if (c.client, c.client_version) not in common])
+    b = _index([c for c in new if (c.client, c.client_version) not in common])
+    for key in sorted(set(a) | set(b)):
+        out.append((key, a.get(key), b.get(key)))
+    return out
+
+
+def _model_requests(caps: list[Capture]) -> list[tuple[Capture, dict]]:
+    return [(c, e.request.body) for c in caps for e in c.exchanges
+            if isinstance(e.request.body, dict) and e.request.body.get("tools") and e.request.method == "POST"]
+
+
+def _field_paths(body: dict) -> set[str]:
+    """Top-level keys and the keys of the settings objects (thinking.display, ...)."""
+    out = set()
+    for k, v in body.items():
+        out.add(k)
+        if k in ("thinking", "output_config", "context_management", "metadata", "stream_options") and isinstance(v, dict):
+            out |= {f"{k}.{kk}" for kk in v}
+    return out
+
+
+def _default_of(reqs: list[tuple[Capture, dict]], key: str) -> Any:
+    def value(body):
+        if key == "effort":
+            return (body.get("output_config") or {}).get("effort")
+        return body.get(key)
+
+    picked = [value(b) for c, b in reqs if c.case == "default"]
+    values = picked or [value(b) for _, b in reqs]
+    if not values:
+        return None
+    texts = [json.dumps(v, sort_keys=True) for v in values]
+    return json.loads(max(texts, key=texts.count))
+
+
+def _betas(caps: list[Capture]) -> set[str]:
+    out: set[str] = set()
+    for c in caps:
+        for e in c.exchanges:
+            if isinstance(e.request.body, dict) and e.request.body.get("tools"):
+                out |= {b.strip() for b in e.request.headers.get("anthropic-beta", "").split(",") if b.strip()}
+    return out
+
+
+def _tools(reqs) -> dict[str, dict]:
+    out: dict[str, dict] = {}
+    for _, body in reqs:
+        for t in body.get("tools") or []:
+            if isinstance(t, dict):
+                name, summary = _tool_summary(t)
+                schema = summary.get("schema") or {}
+                props = set((schema.get("properties") or {}) if isinstance(schema, dict) else {})
+                entry = out.setdefault(name, {"attrs": set(), "props": set()})
+                entry["attrs"] |= {k for k in t if k not in _STANDARD_TOOL_KEYS}
+                entry["props"] |= props
+    return out
+
+
+def _parameter_changes(old: list[Capture], new: list[Capture]) -> list[str]:
+    """'Read +allow_large', 'Bash -run_in_background (bare)': per paired case, merged over cases."""
+    seen: dict[tuple[str, str, str], list[str]] = {}
+    for _, ca, cb in _pairs(old, new):
+        if ca is None or cb is None:
+            continue
+        ta, tb = _tools(_model_requests([ca])), _tools(_model_requests([cb]))
+        for name in set(ta) & set(tb):
+            for sign, props in (("+", tb[name]["props"] - ta[name]["props"]), ("-", ta[name]["props"] - tb[name]["props"])):
+                for prop in props:
+                    seen.setdefault((name, sign, prop), []).append(cb.case)
+    cases = len([1 for _, ca, cb in _pairs(old, new) if ca is not None and cb is not None])
+    out = []
+    for (name, sign, prop), where in sorted(seen.items()):
+        scope = "" if len(set(where)) >= cases or len(set(where)) > 2 else f" ({', '.join(sorted(set(where)))})"
+        out.append(f"{name} {sign}{prop}{scope}")
+    return out
+
+
+def _message_shapes(reqs) -> dict[str, str]:
+    """shape -> where it was seen (first capture), e.g. 'system after user, content []'."""
+    out: dict[str, str] = {}
+    for cap, body in reqs:
+        prev = "start"
+        for m in body.get("messages") or []:
+            if not isinstance(m, dict):
+                continue
+            role, content = m.get("role", "?"), m.get("content")
+            empty = " with content []" if content == [] else (" with content \"\"" if content == "" else "")
+            shape = f"{{role: {role}}} after {prev}{empty}"
+            out.setdefault(shape, cap.case)
+            prev = role
+    return out
+
+
+def _first_system_blocks(caps: list[Capture]) -> dict[str, set[str]]:
+    """version -> the distinct per-conversation suffixes of a `x-anthropic-billing-header` block."""
+    import re
+
+    out: dict[str, set[str]] = {}
+    for c in caps:
+        for e in c.exchanges:
+            body = e.request.body
+            system = body.get("system") if isinstance(body, dict) else None
+            first = system[0].get("text") if isinstance(system, list) and system and isinstance(system[0], dict) else None
+            m = re.match(r"x-anthropic-billing-header: cc_version=([\w.]+?)\.([0-9a-f]{3});", first or "")
+            if m:
+                out.setdefault(m.group(1), set()).add(m.group(2))
+    return out
+
+
+def _endpoints(caps: list[Capture]) -> dict[str, int]:
+    """'METHOD path?query' -> the number of captures that send it."""
+    out: dict[str, int] = {}
+    for c in caps:
+        for ep in {f"{e.request.method} {e.request.url_path}" for e in c.exchanges}:
+            out[ep] = out.get(ep, 0) + 1
+    return out
+
+
+def _names(items, limit: int = 0) -> str:
+    items = sorted(items)
+    return ", ".join(items) if items else "none"
+
+
+def _fit(line: str) -> str:
+    return line if len(line) <= SUMMARY_COLUMNS else line[:SUMMARY_COLUMNS - 1] + "…"
+
+
+def drift_summary(old: list[Capture], new: list[Capture], changes: list[Change] | None = None) -> str:
+    """The ranked drift report of OLD -> NEW in at most SUMMARY_LINES lines of SUMMARY_COLUMNS."""
+    changes = diff_corpora(old, new) if changes is None else changes
+    rel_a = sorted({f"{c.client} {c.client_version}" for c in old})
+    rel_b = sorted({f"{c.client} {c.client_version}" for c in new})
+    findings: list[tuple[str, str, str]] = []  # (risk, what, risk note)
+    ra, rb = _model_requests(old), _model_requests(new)
+
+    fa = set().union(*(_field_paths(b) for _, b in ra)) if ra else set()
+    fb = set().union(*(_field_paths(b) for _, b in rb)) if rb else set()
+    if fb - fa:
+        findings.append(("high", f"request fields added: {_names(fb - fa)}",
+                         "a closed request struct (extra fields forbidden) refuses every request"))
+    if fa - fb:
+        findings.append(("low", f"request fields removed: {_names(fa - fb)}", "a router that required them breaks"))
+
+    ta, tb = _tools(ra), _tools(rb)
+    attrs = sorted({f"{a} ({n})" for n, t in tb.items() for a in t["attrs"] - (ta.get(n, {}).get("attrs") or set())})
+    if attrs:
+        findings.append(("high", f"new tool attributes: {', '.join(attrs)}",
+                         "defer_loading: not callable until loaded; never a JSON Schema keyword"))
+    if set(tb) - set(ta):
+        findings.append(("high", f"tools added: {_names(set(tb) - set(ta))}",
+                         "each schema must compile in the engine's decoder when forced"))
+    if set(ta) - set(tb):
+        findings.append(("medium", f"tools removed: {_names(set(ta) - set(tb))}", "scenarios naming them break"))
+    params = _parameter_changes(old, new)
+    if params:
+        findings.append(("medium", f"tool parameters: {'; '.join(params)}",
+                         "a router or template caching tool schemas is stale"))
+
+    for key in _DEFAULT_KEYS:
+        va, vb = _default_of(ra, key), _default_of(rb, key)
+        if va != vb:
+            note = {"max_tokens": "above a small engine's context: clamp or a 4xx naming the limit",
+                    "model": "routers map model names: the new default needs a route",
+                    "effort": "effort ladders differ per engine (low/medium/high only on some)",
+                    "thinking": "a closed thinking struct refuses the new key"}[key]
+            findings.append(("medium", f"default {key}: {json.dumps(va)} -> {json.dumps(vb)}", note))
+
+    ba, bb = _betas(old), _betas(new)
+    if bb - ba:
+        findings.append(("medium", f"betas added: {_names(bb - ba)}", "a beta allow-list refuses them"))
+    if ba - bb:
+        findings.append(("low", f"betas removed: {_names(ba - bb)}", "features keyed on them go off"))
+
+    sa, sb = _message_shapes(ra), _message_shapes(rb)
+    for shape in sorted(set(sb) - set(sa)):
+        risk = "high" if "content []" in shape or "system" in shape else "medium"
+        findings.append((risk, f"new message shape: {shape} ({sb[shape]})",
+                         "validators requiring content or user/assistant roles refuse it"))
+    ha, hb = _first_system_blocks(old), _first_system_blocks(new)
+    if hb:
+        seen = "; ".join(f"{v}: {', '.join(sorted(x))}" for v, x in sorted({**ha, **hb}.items()))
+        findings.append(("medium", f"first system block x-anthropic-billing-header cc_version=<v>.<3 hex>, "
+                                   f"suffix per conversation ({seen})",
+                         "prefix caches hashing from token 0 re-prefill each conversation"))
+
+    ea, eb = _endpoints(old), _endpoints(new)
+    probes = {ep for ep in set(ea) | set(eb) if not ep.startswith("POST")}
+    for ep in sorted(set(eb) - set(ea) - probes):
+        findings.append(("medium", f"new endpoint or query: {ep} ({eb[ep]} captures)", "a router must route it"))
+    for ep in sorted(set(ea) - set(eb) - probes):
+        findings.append(("low", f"endpoint no longer sent: {ep}", "nothing to route"))
+    for ep in sorted(probes):
+        if ea.get(ep, 0) != eb.get(ep, 0):
+            findings.append(("low", f"probe {ep}: sent by {ea.get(ep, 0)} of {len(old)} captures -> "
+                                    f"{eb.get(ep, 0)} of {len(new)}", "health probes only"))
+
+    findings.sort(key=lambda f: RISK_ORDER[f[0]])
+    pairs = _pairs(old, new)
+    head = [f"drift {', '.join(rel_a)} -> {', '.join(rel_b)}: {len(pairs)} case(s), "
+            f"{len(changes)} structural difference(s)",
+            "risk   finding  (-> what it means for a router or engine)"]
+    budget = SUMMARY_LINES - len(head) - 1
+    body: list[str] = []
+    for n, (risk, what, note) in enumerate(findings):
+        lines = _finding_lines(risk, what, note)
+        if len(body) + len(lines) > budget - 1 and n < len(findings) - 1 or len(body) + len(lines) > budget:
+            body.append(f"… {len(findings) - n} more finding(s): --full lists every difference")
+            break
+        body += lines
+    tail = [f"{len(changes)} structural difference(s) in {len({c.capture for c in changes})} case(s); "
+            "--full lists every one"]
+    return "\n".join(_fit(line) for line in head + body + tail)
+
+
+def _finding_lines(risk: str, what: str, note: str) -> list[str]:
+    """The finding wrapped at SUMMARY_COLUMNS (lists are never cut), its note on the same line when
+    it fits, else on the next."""
+    import textwrap
+
+    lines = textwrap.wrap(what, SUMMARY_COLUMNS, initial_indent=f"{risk.upper():<7}", subsequent_indent=" " * 9,
+                          break_on_hyphens=False)
+    joined = f"{lines[-1]} -> {note}"
+    if len(joined) <= SUMMARY_COLUMNS:
+        return lines[:-1] + [joined]
+    return lines + [f"{'':9}-> {note}"]
 
 
 def format_diff(changes: list[Change], old: Any = "OLD", new: Any = "NEW") -> str:

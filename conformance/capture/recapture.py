@@ -1,10 +1,14 @@
 """Rebuild the captured/ corpus from the pinned real clients, in one command, offline.
 
     python -m conformance.capture.recapture [--clients DIR] [--out captured] [--install] [--only TEXT]
+                                            [--version [CLIENT=]V]
 
 Rules:
-- The clients are the real CLIs from npm at the pinned versions (`PINS`), installed into
-  `--clients DIR` (`--install` runs `npm install --prefix DIR ...` first). Each case runs the
+- The clients are the real CLIs from npm at the pinned versions (`PINS`: the current release of
+  each client), installed into `--clients DIR` (`--install` runs `npm install --prefix DIR ...`
+  first). `--version [CLIENT=]V` captures another release (`RELEASES` lists the ones the corpus
+  keeps): each release lives in its own npm prefix, `DIR/<client>@<V>` (`release_prefix`), and
+  DIR itself is used when it holds that release; `--install` installs it there. Each case runs the
   client in a fresh scratch HOME and project folder, with the offline settings from PEERS.md,
   pointed at the recording proxy (`conformance.capture.proxy`), which forwards to the reference engine
   (in-process) or `--upstream URL`.
@@ -15,7 +19,8 @@ Rules:
   the case needs (e.g. a tool loop that stops after one turn); a failed case writes no file.
 - `captured/manifest.json` is rebuilt from every capture file under `--out`: client, version,
   binary sha256, npm package, command, flags, what it covers. Captures of other client versions
-  already in the folder stay listed.
+  already in the folder stay listed. Its `current` names each client's current release: the pin
+  when the corpus holds it, else the newest release in the corpus.
 - Paths are deterministic (`--scratch`, default /tmp/conformance-recapture), so a recapture of the
   same versions differs from the committed corpus only in per-run values, which
   `conformance capture --diff` ignores.
@@ -43,7 +48,9 @@ from conformance.capture.format import load_capture
 from conformance.capture.proxy import CaptureRecorder, CaseInfo, serve_proxy_in_thread
 from conformance.capture.redact import RedactionConfig
 
-PINS = {"claude-code": "2.1.197", "opencode": "1.18.33", codex_client.NAME: codex_client.PIN}
+PINS = {"claude-code": "2.1.332", "opencode": "1.18.33", codex_client.NAME: codex_client.PIN}
+# The releases the corpus keeps per client (the pin is the current one): captured/<client>/<version>/.
+RELEASES = {"claude-code": ("2.1.197", "2.1.332"), "opencode": ("1.18.33",), codex_client.NAME: (codex_client.PIN,)}
 NPM_PACKAGES = {"claude-code": "@anthropic-ai/claude-code", "opencode": "opencode-ai",
                 codex_client.NAME: codex_client.NPM_PACKAGE}
 # The native binary each npm package runs (the sha256 in the manifest is of this file).
@@ -146,23 +153,44 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def install(clients_dir: Path) -> float:
-    """npm install the pinned clients; returns the seconds it took."""
+def release_prefix(clients_dir: Path, client: str, version: str) -> Path:
+    """The npm prefix of one release: DIR/<client>@<version>."""
+    return clients_dir / f"{client}@{version}"
+
+
+def install(clients_dir: Path, versions: dict[str, str] | None = None) -> float:
+    """npm install the pinned clients (or `versions`, each into its own release prefix); returns seconds."""
     start = time.monotonic()
-    cmd = ["npm", "install", "--prefix", str(clients_dir), "--no-audit", "--no-fund",
-           *(f"{NPM_PACKAGES[c]}@{v}" for c, v in PINS.items())]
-    print("$ " + shlex.join(cmd), file=sys.stderr)
-    subprocess.run(cmd, check=True)
+    if not versions:
+        cmd = ["npm", "install", "--prefix", str(clients_dir), "--no-audit", "--no-fund",
+               *(f"{NPM_PACKAGES[c]}@{v}" for c, v in PINS.items())]
+        print("$ " + shlex.join(cmd), file=sys.stderr)
+        subprocess.run(cmd, check=True)
+    for client, version in (versions or {}).items():
+        cmd = ["npm", "install", "--prefix", str(release_prefix(clients_dir, client, version)), "--no-audit",
+               "--no-fund", f"{NPM_PACKAGES[client]}@{version}"]
+        print("$ " + shlex.join(cmd), file=sys.stderr)
+        subprocess.run(cmd, check=True)
     return time.monotonic() - start
 
 
-def client_info(clients_dir: Path, client: str) -> dict[str, str]:
+def client_dir(clients_dir: Path, client: str, version: str | None) -> Path:
+    """Where a release is installed: its own prefix if it exists, else DIR itself."""
+    if version:
+        own = release_prefix(clients_dir, client, version)
+        if (own / BINARIES[client][1]).exists():
+            return own
+    return clients_dir
+
+
+def client_info(clients_dir: Path, client: str, version: str | None = None) -> dict[str, str]:
+    clients_dir = client_dir(clients_dir, client, version)
     real, launcher = (clients_dir / p for p in BINARIES[client])
     if not launcher.exists():
+        want = f"{NPM_PACKAGES[client]}@{version or PINS[client]}"
         raise FileNotFoundError(
-            f"{launcher} not found: install the pinned clients with "
-            f"`npm install --prefix {clients_dir} " + " ".join(f"{NPM_PACKAGES[c]}@{v}" for c, v in PINS.items())
-            + "` or pass --install")
+            f"{launcher} not found: install the client with `npm install --prefix "
+            f"{release_prefix(clients_dir, client, version) if version else clients_dir} {want}` or pass --install")
     out = subprocess.run([str(launcher), "--version"], capture_output=True, text=True, timeout=60)
     # `2.1.197 (Claude Code)`, `1.18.33`, `codex-cli 0.171.0`: the first dotted version number
     found = re.search(r"\d+\.\d+\.\d+\S*", out.stdout)
@@ -298,11 +326,20 @@ def write_manifest(out: Path, extra: dict[str, Any] | None = None) -> Path:
         })
         clients.setdefault(f"{cap.client}@{cap.client_version}", {
             "npm": cap.meta.get("npm"), "binary_sha256": cap.meta.get("binary_sha256")})
+    current: dict[str, str] = {}
+    for key in clients:
+        client, version = key.rsplit("@", 1)
+        if PINS.get(client) == version:
+            current[client] = version
+        elif client not in current or (PINS.get(client) != current[client]
+                                       and _version_key(version) > _version_key(current[client])):
+            current[client] = version
     manifest = {
         "format": "conformance.capture-manifest",
         "version": 1,
         "rebuild": "scripts/recapture.sh (python -m conformance.capture.recapture)",
         "clients": clients,
+        "current": dict(sorted(current.items())),
         "client_environment": {
             "claude-code": "HOME=<scratch> ANTHROPIC_BASE_URL=<proxy> ANTHROPIC_API_KEY=<fake> "
                            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1, stdin /dev/null",
@@ -321,6 +358,26 @@ def write_manifest(out: Path, extra: dict[str, Any] | None = None) -> Path:
     return path
 
 
+def _version_key(version: str) -> tuple:
+    return tuple(int(p) if p.isdigit() else 0 for p in version.replace("-", ".").split("."))
+
+
+def parse_versions(values: list[str], clients: list[str]) -> dict[str, str]:
+    """`--version [CLIENT=]V` (repeatable) -> client -> release; a bare V needs one selected client."""
+    out: dict[str, str] = {}
+    for value in values:
+        client, sep, version = value.rpartition("=")
+        if not sep:
+            if len(clients) != 1:
+                raise SystemExit(f"--version {value}: say which client (CLIENT=V) or select one with --only; "
+                                 f"selected: {', '.join(clients)}")
+            client = clients[0]
+        if client not in NPM_PACKAGES:
+            raise SystemExit(f"--version {value}: unknown client {client!r} (one of {', '.join(NPM_PACKAGES)})")
+        out[client] = version
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m conformance.capture.recapture", description=__doc__.split("\n\n")[0])
     ap.add_argument("--clients", default=os.environ.get("CONFORMANCE_CLIENTS_DIR", ".clients"),
@@ -331,11 +388,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default=None, help="only cases whose client/case contains TEXT")
     ap.add_argument("--scratch", default="/tmp/conformance-recapture", help="scratch HOME/project root")
     ap.add_argument("--timeout", type=float, default=180.0, help="seconds per client run")
+    ap.add_argument("--version", action="append", default=[], metavar="[CLIENT=]V",
+                    help="capture this release instead of the pin (its own npm prefix DIR/<client>@<V>); repeatable")
     args = ap.parse_args(argv)
 
     clients_dir = Path(args.clients).resolve()
+    selected = [c for c in cases() if not args.only or args.only in f"{c.client}/{c.case}"]
+    versions = parse_versions(args.version, sorted({c.client for c in selected}))
     if args.install:
-        print(f"installed the pinned clients in {install(clients_dir):.1f}s", file=sys.stderr)
+        print(f"installed the clients in {install(clients_dir, versions):.1f}s", file=sys.stderr)
     if args.out is None:
         from conformance.core.paths import captured_dir
 
@@ -343,11 +404,12 @@ def main(argv: list[str] | None = None) -> int:
     else:
         out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    selected = [c for c in cases() if not args.only or args.only in f"{c.client}/{c.case}"]
-    infos = {name: client_info(clients_dir, name) for name in sorted({c.client for c in selected})}
+    infos = {name: client_info(clients_dir, name, versions.get(name)) for name in sorted({c.client for c in selected})}
     for name, info in infos.items():
-        if info["version"] != PINS[name]:
-            print(f"warning: {name} is {info['version']}, the pin is {PINS[name]}", file=sys.stderr)
+        want = versions.get(name, PINS[name])
+        if info["version"] != want:
+            print(f"warning: {name} is {info['version']}, {'asked for' if name in versions else 'the pin is'} {want}",
+                  file=sys.stderr)
 
     failures = 0
     start = time.monotonic()

@@ -15,8 +15,10 @@ Rules:
   through `dialect(api)`, never by the wire's name.
 - The order, and what stops judging:
   transport: connect -> `suite.target.reachable`; no status -> `suite.transport.complete`;
-  deadlines -> `suite.deadline.*`; each ends judging (a stream cut by a deadline is not judged
+  deadlines -> `suite.deadline.*`; size caps -> `suite.limits.*`; each ends judging (a stream cut by a deadline is not judged
   further, so a hang is reported as a hang, not as a truncated stream).
+  deadline: between any two stages, judging stops with `suite.deadline.total` once the time the
+  transfer left of the total deadline (`RawExchange.judging_budget`) is spent.
   status: a non-2xx -> `suite.request.accepted` with the target's error text and the request
   field it names (count_tokens 404/405/501 -> `suite.count_tokens.available`; /responses 404/405 ->
   `suite.responses.available`), and ends judging;
@@ -40,12 +42,13 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from conformance.checks import identity, stop_reason, tool_choice, tools
+from conformance.checks import identity, limits, stop_reason, tool_choice, tools
 from conformance.checks import suite as suite_checks
 from conformance.checks.outcome import CheckOutcome
 from conformance.core.failures import HasViolations, Violation
@@ -225,6 +228,11 @@ def transport(state: ExchangeState) -> list[CheckOutcome]:
             _DEADLINE_CHECK[raw.error_kind], raw.error or raw.error_kind,
             expected="the exchange to finish within its deadlines",
             seen=f"{len(raw.chunks)} chunks ({len(raw.body())} bytes) in {raw.elapsed:.1f}s, status {raw.status}"))
+    if raw.error_kind in limits.LIMIT_CHECK:
+        return _end(state, "transport", state.fail(
+            limits.LIMIT_CHECK[raw.error_kind], raw.error or raw.error_kind,
+            expected="a response within the suite's size limits",
+            seen=f"status {raw.status}, {len(raw.chunks)} chunks kept ({len(raw.body())} bytes) of a longer body"))
     if raw.status is None:
         return _end(state, "transport", state.fail(
             suite_checks.TRANSPORT_COMPLETE, raw.error or "no status", expected="an HTTP answer",
@@ -369,7 +377,18 @@ def judge_stages(
     """Run STAGES in order until one ends judging: the shared state and every outcome, in order."""
     state = ExchangeState.start(raw, request, api=api, expect_model=expect_model, turn=turn)
     outcomes: list[CheckOutcome] = []
+    budget = raw.judging_budget()  # the total deadline bounds judging too (net.transport rules)
+    started = time.monotonic()
     for stage in STAGES:
+        spent = time.monotonic() - started
+        if budget is not None and spent > budget:
+            outcomes.extend(_end(state, "deadline", state.fail(
+                suite_checks.DEADLINE_TOTAL,
+                f"decoding and judging passed the total deadline of {raw.deadline_total:g}s: stopped before "
+                f"the {stage.__name__} stage after {spent:.1f}s of judging (the transfer took {raw.elapsed:.1f}s)",
+                expected="the exchange, judging included, to finish within its total deadline",
+                seen=f"{len(raw.chunks)} chunks ({raw.bytes_read or len(raw.body())} bytes)")))
+            break
         state.ran.append(stage.__name__)
         outcomes.extend(stage(state))
         if state.ended_by is not None:

@@ -7,8 +7,9 @@ Rules:
   every exchange, so stopping the proxy (Ctrl-C) at any time leaves a valid file.
 - Secrets and identifiers are redacted before anything is written (conformance.capture.redact);
   `--redact-header`, `--keep-header`, `--secret`, `--no-pseudonyms`, `--filler` tune it.
-- `--diff` prints the structural differences (conformance.capture.diff); exit 0 when none, 1 when
-  there are, 2 when a corpus cannot be read.
+- `--diff` prints the drift summary (at most 40 lines of 100 columns, ranked by risk) and, with
+  `--full`, every structural difference after it (conformance.capture.diff); exit 0 when none, 1
+  when there are, 2 when a corpus cannot be read.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ def add_arguments(parser) -> None:
     src.add_argument("--diff", nargs=2, metavar=("OLD", "NEW"), help="structural diff of two corpora (dirs or files)")
     parser.add_argument("--diff-responses", action="store_true",
                         help="with --diff: also compare response status and content type")
+    parser.add_argument("--full", action="store_true",
+                        help="with --diff: after the summary, list every structural difference")
     parser.add_argument("--listen", default="127.0.0.1:0", metavar="HOST:PORT",
                         help="where the proxy listens (default 127.0.0.1:0, a free port; the address is printed)")
     parser.add_argument("--out", metavar="DIR", help="folder for the capture file")
@@ -60,16 +63,23 @@ def run(args) -> int:
     import sys
 
     if args.diff:
-        from conformance.capture.diff import diff_paths, format_diff
-        from conformance.capture.format import CaptureFormatError
+        from conformance.capture.diff import diff_paths, drift_summary, format_diff
+        from conformance.capture.format import CaptureFormatError, load_captures
 
         try:
             changes = diff_paths(*args.diff, responses=args.diff_responses)
+            old, new = (load_captures(p) for p in args.diff)
         except (CaptureFormatError, FileNotFoundError) as exc:
             print(f"conformance capture --diff: {exc}", file=sys.stderr)
             return 2
-        print(format_diff(changes, *args.diff))
-        return 1 if changes else 0
+        if not changes:
+            print(format_diff(changes, *args.diff))
+            return 0
+        print(drift_summary(old, new, changes))
+        if args.full:
+            print()
+            print(format_diff(changes, *args.diff))
+        return 1
 
     if not args.upstream and not args.engine:
         print("conformance capture: give --upstream URL (a target to forward to), --engine (the embedded "

@@ -7,7 +7,7 @@ until SIGINT/SIGTERM and then stops cleanly (exit 0). Bad arguments exit 2 with 
 from __future__ import annotations
 
 NAME = "engine"
-HELP = "run the reference engine (scripted, deterministic LLM server) with optional faults"
+HELP = "run the reference engine (scripted, deterministic LLM server) with optional faults and variations"
 DESCRIPTION = (
     "Run the reference engine: /v1/messages, /v1/messages/count_tokens, /v1/chat/completions, "
     "/v1/responses, /v1/models, /health. Prints `listening on http://HOST:PORT` when ready. "
@@ -21,6 +21,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--model", default=None, help="model name served and advertised (default reference-model)")
     parser.add_argument("--fault", action="append", default=[], metavar="NAME",
                         help="switch a fault on (repeatable; `conformance faults` lists them)")
+    parser.add_argument("--variation", action="append", default=[], metavar="NAME",
+                        help="switch a valid variation on (repeatable; `conformance variations` lists them)")
+    parser.add_argument("--prefill-rate", type=float, default=None, metavar="TOKENS_PER_S",
+                        help="stream pacing: prompt tokens per second before the first event (default: no prefill wait)")
+    parser.add_argument("--decode-rate", type=float, default=None, metavar="TOKENS_PER_S",
+                        help="stream pacing: content tokens per second (default: the writer's built-in pace)")
     parser.add_argument("--max-context", type=int, default=None, metavar="TOKENS",
                         help="context limit in engine tokens (default 131072)")
     parser.add_argument("--scenarios", default=None, metavar="DIR",
@@ -35,6 +41,7 @@ def run(args) -> int:
     from aiohttp import web
 
     from conformance.engine import faults as fault_modes
+    from conformance.engine import variations as variation_modes
     from conformance.engine.scenarios import EngineScenarioError
     from conformance.engine.server import build_app
     from conformance.engine.state import DEFAULT_MAX_CONTEXT, DEFAULT_MODEL, EngineConfig
@@ -44,12 +51,23 @@ def run(args) -> int:
     except fault_modes.UnknownFault as e:
         print(f"conformance engine: {e}", file=sys.stderr)
         return 2
+    try:
+        variations = variation_modes.validate(args.variation)
+    except variation_modes.UnknownVariation as e:
+        print(f"conformance engine: {e}", file=sys.stderr)
+        return 2
+    for flag, rate in (("--prefill-rate", args.prefill_rate), ("--decode-rate", args.decode_rate)):
+        if rate is not None and not rate > 0:
+            print(f"conformance engine: {flag} must be a positive number of tokens per second, got {rate:g}",
+                  file=sys.stderr)
+            return 2
     max_context = args.max_context if args.max_context is not None else DEFAULT_MAX_CONTEXT
     if max_context < 1:
         print("conformance engine: --max-context must be a positive number of tokens", file=sys.stderr)
         return 2
     config = EngineConfig(model=args.model or DEFAULT_MODEL, faults=faults, max_context=max_context,
-                          scenarios_dir=args.scenarios, exit_on_crash=True)
+                          scenarios_dir=args.scenarios, exit_on_crash=True, variations=variations,
+                          prefill_tokens_per_s=args.prefill_rate, decode_tokens_per_s=args.decode_rate)
     try:
         app = build_app(config)
     except EngineScenarioError as e:

@@ -23,6 +23,7 @@ from conformance.core.failures import Violation, Where
 
 _AREAS = ("sse", "anthropic", "openai", "responses", "suite", "tools", "identity", "loop", "context", "load",
           "translation", "reasoning", "http", "capture")
+_AREAS += ("client_wire",)  # conformance/checks/client_wire.py: what the newest client wire asks
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,22 @@ Rules (wire facts: the Anthropic Messages API reference and its streaming docs):
 - Accepts everything the real clients send: `context_management`, adaptive thinking with
   `output_config.effort` up to xhigh/max, `{"role":"system"}` entries inside messages,
   `metadata.user_id` strings, `cache_control` on any block, `eager_input_streaming` on tools,
-  every `tool_choice` form, unknown top-level fields (ignored, as an engine does).
+  every `tool_choice` form, unknown top-level fields (ignored, as an engine does), `thinking.display`,
+  a `{"role":"system"}` entry with `content: []`, images inside a `tool_result`, and replayed
+  history blocks without deltas (`redacted_thinking`, `server_tool_use`, `*_tool_result`).
+- Deferred tools (`defer_loading: true`, Claude Code 2.1.332 beside its ToolSearch tool) are not
+  offered to the model until a `tool_reference` block inside a `tool_result` names them; a forced
+  `tool_choice` naming one that was not loaded is a 400 that says so. A `tool_reference` naming no
+  offered or deferred tool is a 400.
+- `max_tokens` above what the context leaves (128000 from Claude Code 2.1.332) is clamped to it.
+- Prefix cache (as the Messages API's prompt caching): the prompt is read in the API's cache order
+  (tools, system, messages); a prefix ending at a `cache_control` breakpoint of at least
+  PREFIX_CACHE_MIN_TOKENS is written to the cache, and every block boundary up to the last
+  breakpoint is looked up, so a later turn reads what an earlier one wrote. Usage reports
+  `cache_read_input_tokens` / `cache_creation_input_tokens` apart from `input_tokens`. Claude
+  Code's first system block (`x-anthropic-billing-header: cc_version=...`, its suffix differs per
+  conversation) is client metadata, left out of the cache key as llama.cpp does (PR #21793), so
+  conversations share the system prompt and tools.
 - Refuses (400 invalid_request_error, the message names the field): missing/invalid model,
   max_tokens, messages; unknown block types; a tool_result whose tool_use_id matches no earlier
   tool_use; a thinking block sent back without its signature; thinking.budget_tokens < 1024 or
@@ -23,7 +38,7 @@ import time
 from aiohttp import web
 
 from conformance.engine import faults as fault_modes
-from conformance.engine import ids, planner
+from conformance.engine import ids, planner, tokenizer
 from conformance.engine.conversation import (
     Conversation,
     InvalidRequest,
@@ -47,6 +62,15 @@ BLOCK_TYPES = {
     "bash_code_execution_tool_result", "text_editor_code_execution_tool_result", "tool_reference",
 }
 EFFORTS = ("low", "medium", "high", "xhigh", "max")
+# Blocks replayed in history that carry no deltas and no text the engine reads.
+HISTORY_ONLY_BLOCKS = {"redacted_thinking", "server_tool_use", "web_search_tool_result", "web_fetch_tool_result",
+                       "code_execution_tool_result", "bash_code_execution_tool_result",
+                       "text_editor_code_execution_tool_result", "mcp_tool_use", "mcp_tool_result"}
+# The first system block of every Claude Code request: per-conversation client metadata.
+BILLING_HEADER_PREFIX = "x-anthropic-billing-header:"
+# The Messages API caches no prefix shorter than this (the smallest documented minimum).
+PREFIX_CACHE_MIN_TOKENS = 1024
+PREFIX_CACHE_KEEP = 512
 # What a closed request struct (fault strict-unknown-field) knows.
 CLOSED_FIELDS = {"model", "messages", "max_tokens", "system", "stop_sequences", "stream", "temperature",
                  "top_p", "top_k", "tools", "tool_choice", "metadata", "thinking", "output_config",
@@ -83,12 +107,24 @@ def parse(body: dict, faults, *, count_only: bool = False) -> Conversation:
                 "stop_sequences: Input should be a list of strings")
 
     system = _parse_system(body.get("system"))
-    tools = _parse_tools(body.get("tools"))
+    tools, deferred = _parse_tools(body.get("tools"), faults)
     choice, choice_name = _parse_tool_choice(body.get("tool_choice"))
     tc = body.get("tool_choice")
     parallel = not (isinstance(tc, dict) and tc.get("disable_parallel_tool_use") is True)
     thinking, display = _parse_thinking(body, max_tokens, faults, count_only)
-    messages = _parse_messages(body.get("messages"), faults)
+    loaded: list[str] = []
+    messages = _parse_messages(body.get("messages"), faults, loaded)
+    known = {t.name for t in tools} | set(deferred)
+    for name in loaded:
+        require(name in known, f"tool_reference names the tool {name!r}, which is neither in tools nor deferred")
+        if name in deferred:
+            tools.append(deferred.pop(name))
+    if choice == "tool" and choice_name in deferred and "tool-reference-dropped" not in faults:
+        # (An engine that drops tool_reference blocks knows no deferred tools either: the forced name
+        # falls through to the planner, which calls the first tool instead.)
+        raise InvalidRequest(f"tool_choice.name: the tool {choice_name!r} has defer_loading and no tool_reference "
+                             "has loaded it yet")
+    refuse_ungrammatical(tools, choice, choice_name, faults)
     return Conversation(
         api="anthropic", model=model, system=system, messages=messages, tools=tools,
         tool_choice=choice, tool_choice_name=choice_name,
@@ -111,11 +147,13 @@ def _parse_system(system) -> list[str]:
     return out
 
 
-def _parse_tools(tools) -> list[Tool]:
+def _parse_tools(tools, faults) -> tuple[list[Tool], dict[str, Tool]]:
+    """(the tools offered to the model, the deferred ones by name, offered once a tool_reference loads them)."""
     if tools is None:
-        return []
+        return [], {}
     require(isinstance(tools, list), "tools: Input should be a list")
     out = []
+    deferred: dict[str, Tool] = {}
     for i, t in enumerate(tools):
         require(isinstance(t, dict), f"tools.{i}: Input should be an object")
         typ = t.get("type")
@@ -126,8 +164,27 @@ def _parse_tools(tools) -> list[Tool]:
         schema = t.get("input_schema")
         require(isinstance(schema, dict), f"tools.{i}.input_schema: Field required (a JSON Schema object)")
         require(schema.get("type", "object") == "object", f"tools.{i}.input_schema.type: Input should be 'object'")
+        if "defer_loading" in t:
+            require(isinstance(t["defer_loading"], bool), f"tools.{i}.defer_loading: Input should be a valid boolean")
+        if t.get("defer_loading") is True and "deferred-tools-exposed" not in faults:
+            deferred[t["name"]] = Tool(t["name"], schema, t.get("description") or "")
+            continue
+        if t.get("defer_loading") is True:  # the fault: a plain function whose schema carries the flag
+            schema = {**schema, "defer_loading": True}
         out.append(Tool(t["name"], schema, t.get("description") or ""))
-    return out
+    return out, deferred
+
+
+def refuse_ungrammatical(tools: list[Tool], choice: str, choice_name: str | None, faults) -> None:
+    """Fault `schema-grammar-fail`: a constrained decoder that cannot compile a `pattern` keyword
+    fails the forced tool's grammar with a 500 (lmstudio-bug-tracker #2220; llama.cpp #28340)."""
+    if "schema-grammar-fail" not in faults or choice not in ("any", "tool", "required"):
+        return
+    forced = [t for t in tools if choice != "tool" or t.name == choice_name]
+    for t in forced:
+        if '"pattern"' in json.dumps(t.schema):
+            raise InvalidRequest(f"failed to parse grammar: the schema of tool {t.name!r} uses `pattern`",
+                                 status=500, kind="api_error")
 
 
 def _parse_tool_choice(tc):
@@ -160,13 +217,16 @@ def _parse_thinking(body, max_tokens, faults, count_only):
         require(b >= 1024, "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024")
         if not count_only and is_int(max_tokens):
             require(b < max_tokens, "`max_tokens` must be greater than `thinking.budget_tokens`")
+    if "display" in th and "strict-thinking-display" in faults:
+        raise InvalidRequest(f"thinking.{th['type']}.display: Extra inputs are not permitted")
     if th["type"] == "adaptive" and effort is not None and "strict-adaptive-effort" in faults:
         raise InvalidRequest("thinking.type 'adaptive' cannot be combined with output_config.effort")
     display = th.get("display") or "summarized"
     return th["type"] != "disabled", display
 
 
-def _parse_messages(messages, faults) -> list[Message]:
+def _parse_messages(messages, faults, loaded: list[str]) -> list[Message]:
+    """The messages; the names of tools that tool_reference blocks load are appended to `loaded`."""
     require(isinstance(messages, list), "messages: Field required (a list)")
     require(len(messages) > 0, "messages: at least one message is required")
     out: list[Message] = []
@@ -177,7 +237,11 @@ def _parse_messages(messages, faults) -> list[Message]:
         require(role in ("user", "assistant", "system"), f"messages.{i}.role: Input should be 'user' or 'assistant'")
         if role == "system" and "system-role-in-messages" in faults:
             raise InvalidRequest(f"messages.{i}.role: Input should be 'user' or 'assistant'")
+        if role == "system" and "fallback-wording" in faults:
+            raise InvalidRequest(f"messages.{i}: this message kind is not accepted at this position")
         content = m.get("content")
+        if role == "system" and content == [] and "empty-system-entry-rejected" in faults:
+            raise InvalidRequest(f"messages.{i}.content: a system message must have at least one content block")
         msg = Message(role=role)
         if isinstance(content, str):
             msg.texts.append(content)
@@ -189,6 +253,9 @@ def _parse_messages(messages, faults) -> list[Message]:
             require(isinstance(b, dict) and isinstance(b.get("type"), str), f"{where}: Input should be a block with a type")
             typ = b["type"]
             require(typ in BLOCK_TYPES, f"{where}: Input tag '{typ}' found using 'type' does not match any of the expected tags")
+            if typ in HISTORY_ONLY_BLOCKS and "history-block-rejected" in faults:
+                raise InvalidRequest(f"{where}: Input tag '{typ}' found using 'type' does not match any of the "
+                                     "expected tags")
             if typ == "text":
                 require(isinstance(b.get("text"), str), f"{where}.text: Field required")
                 msg.texts.append(b["text"])
@@ -211,7 +278,16 @@ def _parse_messages(messages, faults) -> list[Message]:
                         f"{where}: unexpected `tool_use_id` found in `tool_result` blocks: {tid}. "
                         "Each `tool_result` block must have a corresponding `tool_use` block earlier "
                         "in the conversation.")
-                msg.results.append(ToolResult(tid, block_text(b.get("content")), bool(b.get("is_error"))))
+                inner = b.get("content")
+                for k, part in enumerate(inner if isinstance(inner, list) else []):
+                    kind = part.get("type") if isinstance(part, dict) else None
+                    if kind == "image" and "tool-result-image-rejected" in faults:
+                        raise InvalidRequest(f"{where}.content.{k}: image blocks are not supported inside tool_result")
+                    if kind == "tool_reference":
+                        require(isinstance(part.get("tool_name"), str), f"{where}.content.{k}.tool_name: Field required")
+                        if "tool-reference-dropped" not in faults:
+                            loaded.append(part["tool_name"])
+                msg.results.append(ToolResult(tid, block_text(inner), bool(b.get("is_error"))))
             elif typ == "thinking":
                 require(role == "assistant", f"{where}: thinking blocks are only allowed in assistant messages")
                 sig = b.get("signature")
@@ -244,6 +320,8 @@ def content_blocks(reply, faults, seed: bytes, display: str = "summarized") -> l
         blocks.append({"type": "thinking", "thinking": shown, "signature": ids.signature(reply.thinking)})
     text = reply.text
     calls = reply.calls
+    if "parallel-calls-truncated" in faults:
+        calls = calls[:1]  # the parser stops after the first call (llama.cpp #14101; vLLM #57791)
     if calls and "tool-call-as-text" in faults:
         text += "".join(f"<tool_call>\n{json.dumps({'name': n, 'arguments': a})}\n</tool_call>" for n, a in calls)
         calls = []
@@ -254,14 +332,91 @@ def content_blocks(reply, faults, seed: bytes, display: str = "summarized") -> l
     return blocks
 
 
-def _usage(conv_tokens: int, output: int) -> dict:
-    return {"input_tokens": conv_tokens, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
-            "output_tokens": output}
+def _usage(conv_tokens: int, output: int, cached: tuple[int, int] = (0, 0)) -> dict:
+    """Usage in the Messages API's shape: `input_tokens` are the prompt tokens neither read from
+    nor written to the prefix cache (`cached` = (read, written))."""
+    read, written = cached
+    return {"input_tokens": conv_tokens - read - written, "cache_creation_input_tokens": written,
+            "cache_read_input_tokens": read, "output_tokens": output}
+
+
+class PrefixCache:
+    """Prefixes by the digest of everything up to a block boundary -> their token count."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, int] = {}
+
+    def serve(self, body: dict, prompt: int, segments=None) -> tuple[int, int]:
+        """(tokens read, tokens written) for this request; writes its breakpoints. `segments`:
+        (text, breakpoint) in cache order (default: the Messages API's, `_cache_segments`)."""
+        import hashlib
+
+        h = hashlib.sha256()
+        tokens = 0
+        boundaries: list[tuple[str, int, bool]] = []  # (digest, tokens so far, a breakpoint)
+        for text, breakpoint in (_cache_segments(body) if segments is None else segments):
+            h.update(text.encode("utf-8", "replace") + b"\x00")
+            tokens += tokenizer.count(text)
+            boundaries.append((h.hexdigest(), tokens, breakpoint))
+        last = max((k for k, b in enumerate(boundaries) if b[2]), default=-1)
+        if last < 0 or tokens == 0:
+            return 0, 0
+        # Segments are counted over their JSON; usage counts what the model reads: scale to it, and
+        # the last prompt token is always computed.
+        def scaled(n: int) -> int:
+            return min(max(0, prompt - 1), n * prompt // tokens)
+
+        read = scaled(max((n for d, n, _ in boundaries[:last + 1] if d in self.entries), default=0))
+        top = scaled(boundaries[last][1])
+        for d, n, b in boundaries[:last + 1]:
+            if b and scaled(n) >= PREFIX_CACHE_MIN_TOKENS:
+                self.entries.pop(d, None)
+                self.entries[d] = n
+        while len(self.entries) > PREFIX_CACHE_KEEP:
+            self.entries.pop(next(iter(self.entries)))
+        written = top - read if top >= PREFIX_CACHE_MIN_TOKENS and top > read else 0
+        return read, written
+
+
+def _cache_segments(body: dict):
+    """(text, is a cache_control breakpoint) in the API's cache order: tools, system, messages."""
+    def marked(b) -> bool:
+        return isinstance(b, dict) and isinstance(b.get("cache_control"), dict)
+
+    for t in body.get("tools") or []:
+        yield compact_json(t if not marked(t) else {k: v for k, v in t.items() if k != "cache_control"}), marked(t)
+    system = body.get("system")
+    for b in ([{"type": "text", "text": system}] if isinstance(system, str) else system or []):
+        text = b.get("text", "") if isinstance(b, dict) else ""
+        if isinstance(text, str) and text.startswith(BILLING_HEADER_PREFIX):
+            continue  # per-conversation client metadata: not part of the shared prefix
+        yield str(text), marked(b)
+    for m in body.get("messages") or []:
+        content = m.get("content") if isinstance(m, dict) else None
+        role = m.get("role") if isinstance(m, dict) else None
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+        yield f"<{role}>", False
+        for b in blocks:
+            if isinstance(b, dict):
+                yield compact_json({k: v for k, v in b.items() if k != "cache_control"}), marked(b)
+
+
+def prefix_cache(state) -> PrefixCache:
+    """The engine's one prefix cache (kept on its state, made on first use)."""
+    cache = vars(state).get("prefix_cache")
+    if cache is None:
+        cache = vars(state).setdefault("prefix_cache", PrefixCache())
+    return cache
 
 
 def _plan(state, conv: Conversation):
     prompt = conv.prompt_tokens()
     limit = state.config.max_context
+    if ("max-tokens-over-context" in state.faults and conv.max_tokens is not None
+            and prompt <= limit and prompt + conv.max_tokens > limit):
+        # vLLM-style: the length validation raises deep inside and surfaces as an internal error
+        raise InvalidRequest(f"Internal Server Error: ValueError('max_tokens ({conv.max_tokens}) + prompt "
+                             f"({prompt}) exceeds the model length')", status=500, kind="api_error")
     if prompt > limit:
         if "over-limit-not-refused" not in state.faults:
             raise InvalidRequest(f"prompt is too long: {prompt} tokens > {limit} maximum")
@@ -281,9 +436,10 @@ async def messages(request: web.Request, state, body: dict):
     blocks = content_blocks(reply, faults, seed, conv.thinking_display)
     reason, seq = _stop_reason(reply, faults)
     headers = {"request-id": ids.make("req_01", seed, time.time_ns(), n=22)}
+    cached = (0, 0) if "prefix-cache-defeated" in faults else prefix_cache(state).serve(body, prompt)
     if not conv.stream:
         out = {"id": msg_id, "type": "message", "role": "assistant", "model": model, "content": blocks,
-               "stop_reason": reason, "stop_sequence": seq, "usage": _usage(prompt, reply.output_tokens)}
+               "stop_reason": reason, "stop_sequence": seq, "usage": _usage(prompt, reply.output_tokens, cached)}
         if "tool-args-invalid-json" in faults:
             for b in out["content"]:
                 if b["type"] == "tool_use":
@@ -291,18 +447,36 @@ async def messages(request: web.Request, state, body: dict):
         if seq is None and "nonstream-stop-sequence-omitted" in faults:
             del out["stop_sequence"]
         return web.json_response(out, headers=headers)
+    if "non-stream-fallback" in faults:
+        return _unusable_stream(msg_id, model, blocks, reason, seq, _usage(prompt, reply.output_tokens, cached),
+                                headers)
     resp = await start_sse(request, headers)
     try:
-        await _stream(resp, msg_id, model, blocks, reason, seq, prompt, reply.output_tokens, faults, conv)
+        await _stream(resp, msg_id, model, blocks, reason, seq, prompt, reply.output_tokens, faults, conv, cached)
     except ClientGone:
         pass
     return resp
 
 
-async def _stream(resp, msg_id, model, blocks, reason, seq, prompt, output, faults, conv):
-    w = SSEWriter(resp, buffered="buffered-stream" in faults)
+def _unusable_stream(msg_id, model, blocks, reason, seq, usage, headers) -> web.Response:
+    """Fault `non-stream-fallback`: the events as bare `data:` lines, served as text/plain (a proxy
+    that rewrites the stream; claude-code-proxy PRs #32/#33): a client cannot use it."""
+    message = {"id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [],
+               "stop_reason": None, "stop_sequence": None, "usage": dict(usage, output_tokens=1)}
+    events = [{"type": "message_start", "message": message}]
+    for idx, b in enumerate(blocks):
+        events.append({"type": "content_block_start", "index": idx, "content_block": b})
+        events.append({"type": "content_block_stop", "index": idx})
+    events += [{"type": "message_delta", "delta": {"stop_reason": reason, "stop_sequence": seq}, "usage": usage},
+               {"type": "message_stop"}]
+    text = "".join(f"data: {json.dumps(e)}\n\n" for e in events)
+    return web.Response(text=text, content_type="text/plain", headers=headers)
+
+
+async def _stream(resp, msg_id, model, blocks, reason, seq, prompt, output, faults, conv, cached=(0, 0)):
+    w = SSEWriter(resp, buffered="buffered-stream" in faults, prompt_tokens=prompt)
     start = {"id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [],
-             "stop_reason": None, "stop_sequence": None, "usage": _usage(prompt, 1)}
+             "stop_reason": None, "stop_sequence": None, "usage": _usage(prompt, 1, cached)}
     if "usage-inconsistent" in faults:  # output_tokens later "go down"; input_tokens change below
         start["usage"]["output_tokens"] = output + 10
     if "message-start-incomplete" in faults:
@@ -345,7 +519,7 @@ async def _stream(resp, msg_id, model, blocks, reason, seq, prompt, output, faul
     delta = {"stop_reason": reason, "stop_sequence": seq}
     if "stop-sequence-missing" in faults:
         del delta["stop_sequence"]
-    usage = _usage(prompt + (17 if "usage-inconsistent" in faults else 0), output)
+    usage = _usage(prompt + (17 if "usage-inconsistent" in faults else 0), output, cached)
     await w.event("message_delta", {"type": "message_delta", "delta": delta, "usage": usage})
     if "stream-truncated" not in faults:
         await w.event("message_stop", {"type": "message_stop"})

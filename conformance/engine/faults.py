@@ -61,6 +61,19 @@ FAULTS: dict[str, str] = {
     "terminal-event-missing": "Responses stream ends after the last output_item.done, without response.completed",
     "sequence-number-gap": "Responses stream: sequence_number skips one value after the first output_item.added",
     "done-text-mismatch": "Responses stream: output_text / reasoning *.done text lacks the last character of its deltas",
+    # The Claude Code 2.1.332 wire (FAULTS.md "Proposed"; fixtures/faults.json `found` rows).
+    "deferred-tools-exposed": "a defer_loading tool is offered to the model as callable before any tool_reference loads it",
+    "tool-reference-dropped": "tool_reference blocks in a tool_result are dropped silently (the tool never loads)",
+    "strict-thinking-display": "rejects thinking.display (closed thinking struct, 400)",
+    "empty-system-entry-rejected": "rejects a {role: system} entry whose content is an empty list (400)",
+    "max-tokens-over-context": "max_tokens above the context left is answered 500 instead of clamped or refused with a 4xx",
+    "fallback-wording": "refuses {role: system} entries with a 400 whose text matches no client fallback pattern",
+    "parallel-calls-truncated": "only the first of several tool calls in one turn is emitted",
+    "tool-result-image-rejected": "rejects an image block inside a tool_result (400)",
+    "history-block-rejected": "rejects redacted_thinking / server_tool_use / *_tool_result blocks replayed in history (400)",
+    "schema-grammar-fail": "a forced tool whose schema uses `pattern` fails with 500 'failed to parse grammar'",
+    "prefix-cache-defeated": "no prefix caching: every request re-prefills its whole prompt (cache_read_input_tokens 0)",
+    "non-stream-fallback": "streams arrive as text/plain with data: lines only (no event: lines): clients cannot use them",
 }
 
 

@@ -5,7 +5,7 @@ Rules:
   waits (SPAWN_DEADLINE) for its one `listening on http://HOST:PORT` line while watching the
   process; if it exits or the deadline passes, it raises EngineStartError with its stderr.
   It is a context manager; `.stop()` sends SIGTERM, then SIGKILL after a grace period.
-- `serve_engine_in_thread(...)` runs a real server on a free port in a daemon thread with its own
+- `serve_engine_in_thread(...)` (faults, variations, pacing rates as EngineConfig has them) runs a real server on a free port in a daemon thread with its own
   event loop and yields the base URL; leaving the context stops it and joins the thread.
   Faults that exit the process (crash-under-concurrency) are simulated in-thread (see server.py).
 """
@@ -114,15 +114,19 @@ def spawn_engine(*cli_args: str, env: dict | None = None, deadline: float = SPAW
 
 @contextlib.contextmanager
 def serve_engine_in_thread(faults=(), model: str = DEFAULT_MODEL, max_context: int = DEFAULT_MAX_CONTEXT,
-                           scenarios=None, host: str = "127.0.0.1"):
+                           scenarios=None, host: str = "127.0.0.1", variations=(),
+                           prefill_tokens_per_s: float | None = None, decode_tokens_per_s: float | None = None):
     from aiohttp import web
 
     from conformance.engine import faults as fault_modes
+    from conformance.engine import variations as variation_modes
     from conformance.engine.server import build_app
     from conformance.engine.state import EngineConfig
 
     config = EngineConfig(model=model, faults=fault_modes.validate(faults), max_context=int(max_context),
-                          scenarios_dir=str(scenarios) if scenarios else None, exit_on_crash=False)
+                          scenarios_dir=str(scenarios) if scenarios else None, exit_on_crash=False,
+                          variations=variation_modes.validate(variations),
+                          prefill_tokens_per_s=prefill_tokens_per_s, decode_tokens_per_s=decode_tokens_per_s)
     app = build_app(config)
     loop = asyncio.new_event_loop()
     ready = threading.Event()

@@ -8,6 +8,11 @@ ChatCompletionRequest; vllm/entrypoints/openai/reasoning_effort.py), see docs/en
   low/medium/high (vLLM releases before the effort ladder).
 - `tool_choice`: none | auto | required | {type: function, function: {name}}; a named or
   required choice needs `tools`; `stream_options` only with `stream: true`; `n` must be 1.
+- Prefix cache (vLLM's automatic prefix caching): every message boundary of tools + messages is
+  a cache point (1024+ tokens); `usage.prompt_tokens_details.cached_tokens` reports what was read.
+  A system message starting with Claude Code's billing-header line is hashed without that line.
+- Faults of the client-wire checks acted on here too: `parallel-calls-truncated` (one call
+  survives), `schema-grammar-fail` (a forced function whose schema uses `pattern`: 500).
 - A `tool` message whose tool_call_id matches no earlier assistant tool call is a 400.
 - Errors: `{"error": {"message", "type", "param", "code"}}` (vLLM's ErrorResponse).
 - Stream: a first chunk with role, then content / reasoning_content / tool_call deltas (the first
@@ -29,6 +34,7 @@ from aiohttp import web
 
 from conformance.engine import faults as fault_modes
 from conformance.engine import ids, planner
+from conformance.engine.anthropic_route import BILLING_HEADER_PREFIX, prefix_cache, refuse_ungrammatical
 from conformance.engine.conversation import (
     Conversation,
     InvalidRequest,
@@ -119,6 +125,7 @@ def parse(body: dict, faults) -> Conversation:
             require(isinstance(params, dict), f"tools.{i}.function.parameters: Input should be an object", param="tools")
             tools.append(Tool(fn["name"], params, fn.get("description") or ""))
     choice, choice_name = tool_choice(body.get("tool_choice"), tools, faults)
+    refuse_ungrammatical(tools, choice, choice_name, faults)
     effort = body.get("reasoning_effort")
     ctk = body.get("chat_template_kwargs") if isinstance(body.get("chat_template_kwargs"), dict) else {}
     thinking = (effort is not None and effort != "none") or bool(ctk.get("enable_thinking") or ctk.get("thinking"))
@@ -223,7 +230,8 @@ def rendered_calls(reply, faults, seed):
         extra = "".join(f"<tool_call>\n{json.dumps({'name': n, 'arguments': a})}\n</tool_call>" for n, a in reply.calls)
         return [], extra
     out = []
-    for k, (name, args) in enumerate(reply.calls):
+    calls = reply.calls[:1] if "parallel-calls-truncated" in faults else reply.calls  # the parser stops after one
+    for k, (name, args) in enumerate(calls):
         js = compact_json(args)
         if "tool-args-invalid-json" in faults:
             js = js[:-1]
@@ -231,9 +239,37 @@ def rendered_calls(reply, faults, seed):
     return out, ""
 
 
-def _usage(prompt, output, faults):
+def _usage(prompt, output, faults, cached: int = 0):
     total = prompt + output + (17 if "usage-inconsistent" in faults else 0)
-    return {"prompt_tokens": prompt, "completion_tokens": output, "total_tokens": total}
+    usage = {"prompt_tokens": prompt, "completion_tokens": output, "total_tokens": total}
+    if cached:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached}  # vLLM with prefix caching
+    return usage
+
+
+def _chat_segments(body: dict):
+    """(text, a cache boundary) for automatic prefix caching (vLLM's APC): tools, then each message;
+    Claude Code's billing-header line at the start of a system message is left out (as llama.cpp)."""
+    for t in body.get("tools") or []:
+        yield compact_json(t), False
+    for m in body.get("messages") or []:
+        if not isinstance(m, dict):
+            continue
+        content = m.get("content")
+        if m.get("role") == "system" and isinstance(content, str) and content.startswith(BILLING_HEADER_PREFIX):
+            content = content.split("\n", 1)[1] if "\n" in content else ""
+        elif m.get("role") == "system" and isinstance(content, list) and content and isinstance(content[0], dict) \
+                and str(content[0].get("text", "")).startswith(BILLING_HEADER_PREFIX):
+            content = content[1:]  # a router's translation keeps the blocks as content parts
+        yield compact_json({k: (content if k == "content" else v) for k, v in m.items()}), True
+
+
+def chat_cached_tokens(state, body: dict, prompt: int) -> int:
+    """Prompt tokens read from the prefix cache (0 under prefix-cache-defeated)."""
+    if "prefix-cache-defeated" in state.faults:
+        return 0
+    read, _ = prefix_cache(state).serve(body, prompt, _chat_segments(body))
+    return read
 
 
 @dataclass
@@ -272,6 +308,7 @@ async def chat(request: web.Request, state, body: dict):
     # translating router needs it to answer Anthropic's stop_reason stop_sequence + the string.
     matched_stop = reply.stop_sequence if reply.stop_reason == "stop_sequence" else None
     not_string = "tool-args-not-string" in faults
+    cached = chat_cached_tokens(state, body, prompt)
     if not answer.conv.stream:
         msg = {"role": "assistant", "content": text if (text or not calls) else None, "refusal": None,
                "tool_calls": [{"id": i, "type": "function",
@@ -282,11 +319,11 @@ async def chat(request: web.Request, state, body: dict):
         out = {"id": cid, "object": "chat.completion", "created": created, "model": model,
                "choices": [{"index": 0, "message": msg, "logprobs": None, "finish_reason": fr,
                             "stop_reason": matched_stop}],
-               "usage": _usage(prompt, reply.output_tokens, faults)}
+               "usage": _usage(prompt, reply.output_tokens, faults, cached)}
         return web.json_response(out)
     include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
     resp = await start_sse(request)
-    w = SSEWriter(resp, buffered="buffered-stream" in faults)
+    w = SSEWriter(resp, buffered="buffered-stream" in faults, prompt_tokens=prompt)
 
     async def chunk(delta, finish=None):
         c = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
@@ -316,7 +353,7 @@ async def chat(request: web.Request, state, body: dict):
         await chunk({}, fr)
         if include_usage:
             await w.event(None, {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
-                                 "choices": [], "usage": _usage(prompt, reply.output_tokens, faults)})
+                                 "choices": [], "usage": _usage(prompt, reply.output_tokens, faults, cached)})
         if "stream-truncated" not in faults:
             await w.event(None, "[DONE]")
         await w.close()

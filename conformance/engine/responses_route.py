@@ -316,7 +316,7 @@ async def responses(request: web.Request, state, body: dict):
         return web.json_response(response_obj(final_status, items, True))
 
     resp = await start_sse(request)
-    w = SSEWriter(resp, buffered="buffered-stream" in faults)
+    w = SSEWriter(resp, buffered="buffered-stream" in faults, prompt_tokens=prompt)
     seq = 0
     gap_pending = "sequence-number-gap" in faults
     mismatch = "done-text-mismatch" in faults

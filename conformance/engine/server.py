@@ -17,11 +17,16 @@ Rules:
   connection and drops every later connection on every route, since exiting would kill the host
   process. With the fault on, each generation request waits CRASH_PREFILL_SECONDS first so
   concurrent requests overlap.
+- `variations_middleware` gives every API request its stream settings (wire.use: the valid
+  variations, pacing, whether it accepts gzip) and applies the variations that act on whole
+  bodies: unknown-fields (JSON bodies of 2xx answers), gzip (when Accept-Encoding allows it),
+  connection-close; streams get theirs in wire.py.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 import time
@@ -29,6 +34,7 @@ import time
 from aiohttp import web
 
 from conformance.engine import faults as fault_modes
+from conformance.engine import wire
 from conformance.engine.conversation import InvalidRequest
 from conformance.engine.state import (
     BODY_LIMIT,
@@ -97,6 +103,29 @@ async def record_middleware(request: web.Request, handler):
         state.received.append(entry)
         request[ENTRY] = entry
     return await handler(request)
+
+
+@web.middleware
+async def variations_middleware(request: web.Request, handler):
+    cfg = request.app[STATE].config
+    if request.path.startswith("/_conformance"):
+        return await handler(request)
+    wire.use(wire.StreamSettings(cfg.variations, cfg.prefill_tokens_per_s, cfg.decode_tokens_per_s,
+                                 wire.accepts_gzip(request)))
+    resp = await handler(request)
+    if not cfg.variations or not isinstance(resp, web.Response):  # a stream is already on its way
+        return resp
+    if ("unknown-fields" in cfg.variations and 200 <= resp.status < 300 and resp.body
+            and (resp.content_type or "").endswith("json")):
+        body = wire.with_unknown_fields(json.loads(resp.body))
+        resp.body = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+    if "gzip" in cfg.variations and wire.accepts_gzip(request):
+        resp.enable_compression(web.ContentCoding.gzip)
+    if "connection-close" in cfg.variations:
+        resp.force_close()
+    if "other-id-formats" in cfg.variations:
+        resp.headers.popall("request-id", None)
+    return resp
 
 
 # ---- request lifecycle for generation routes ------------------------------------------------
@@ -230,7 +259,7 @@ def build_app(config: EngineConfig) -> web.Application:
 
     folder = config.scenarios_dir or engine_scenarios.default_dir()
     state = EngineState(config=config, scenarios=engine_scenarios.load_dir(folder))
-    app = web.Application(client_max_size=BODY_LIMIT, middlewares=[errors_middleware, record_middleware])
+    app = web.Application(client_max_size=BODY_LIMIT, middlewares=[errors_middleware, record_middleware, variations_middleware])
     app[STATE] = state
     r = app.router
     r.add_get("/", health, allow_head=True)  # Claude Code sends HEAD / first

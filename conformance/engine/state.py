@@ -32,6 +32,11 @@ class EngineConfig:
     max_context: int = DEFAULT_MAX_CONTEXT
     scenarios_dir: str | None = None
     exit_on_crash: bool = False
+    # Valid variations (variations.py) switched on by name.
+    variations: frozenset = frozenset()
+    # Stream pacing in engine tokens per second; None = the writer's default pace (wire.py).
+    prefill_tokens_per_s: float | None = None
+    decode_tokens_per_s: float | None = None
 
 
 @dataclass

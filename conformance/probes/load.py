@@ -13,12 +13,22 @@ Rules:
 - Figures per level (info; the machines are shared, so figures are relative): aggregate output
   tokens/s over the level's wall time, and time-to-first-content p50/p95. Each request carries its
   own salt at the start of the system prompt, so no prefix cache or router cache serves it.
+- The probe knows its own ceiling: each level records the client's CPU use (the whole process,
+  and the event-loop thread alone) and the event loop's lag (a ticker that asks to wake every
+  10 ms; how late it wakes). A level is **client-limited** when the client, not the target, set
+  the pace: loop lag p95 >= LAG_LIMIT_S, or the loop thread busy >= CPU_LIMIT of the wall time
+  (one thread runs every send and receive; the judging runs in worker threads under the same
+  GIL). Every figure and verdict of a client-limited level says so (figures, messages, the
+  `client_limited` detail and the JUnit properties from `LoadReport.junit_properties`).
+- A progress line per level goes to stderr: which level of how many, requests done, wall time.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import sys
+import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -128,11 +138,14 @@ def capture_items(target: Target, captures_root: Path | None = None) -> list[Wor
     return items
 
 
-def loop_items(scenarios_dir: Path | None = None) -> list[WorkItem]:
-    """Every bundled scenario as a whole agent loop (conformance.loop's driver, real client shapes)."""
+def loop_items(api: str, scenarios_dir: Path | None = None) -> list[WorkItem]:
+    """Every bundled scenario the client of `api` can run, as a whole agent loop (conformance.loop's
+    driver, real client shapes): a scenario that needs an attached MCP server or a resumed session
+    runs only where that wire's client does so."""
+    from conformance.loop.driver import scenario_runs_on
     from conformance.loop.scenarios import load_scenarios
 
-    return [WorkItem(f"loop:{s.id}", scenario=s) for s in load_scenarios(scenarios_dir)]
+    return [WorkItem(f"loop:{s.id}", scenario=s) for s in load_scenarios(scenarios_dir) if scenario_runs_on(s, api)]
 
 
 def default_workload(target: Target, *, captures_root: Path | None = None, scenarios_dir: Path | None = None,
@@ -141,7 +154,7 @@ def default_workload(target: Target, *, captures_root: Path | None = None, scena
     if include_captures:
         items += capture_items(target, captures_root)
     if include_loops:
-        items += loop_items(scenarios_dir)
+        items += loop_items(target.api, scenarios_dir)
     if not items:
         items.append(WorkItem("probe:short", build_request(target, "Say hello in five words.", max_tokens=64, salt="")))
     return items
@@ -157,6 +170,101 @@ def ramp_levels(n: int) -> list[int]:
         k *= 2
     levels.append(n)
     return levels
+
+
+# ----------------------------------------------------------------------------- the client's own load
+LAG_LIMIT_S = 0.1  # event-loop lag p95 at or past this: the client set the pace
+CPU_LIMIT = 0.9  # the event-loop thread busy for this share of the wall time: the client set the pace
+TICK_S = 0.01
+
+
+@dataclass
+class ClientLoad:
+    """What the probe's own process did while one level ran."""
+
+    wall_s: float
+    cpu_s: float  # CPU time of the whole process (every thread; an in-process server counts too)
+    loop_cpu_s: float  # CPU time of the event-loop thread alone
+    lags: list[float]  # how late each tick woke, seconds
+
+    @property
+    def cpu_share(self) -> float:
+        return self.cpu_s / self.wall_s if self.wall_s > 0 else 0.0
+
+    @property
+    def loop_cpu_share(self) -> float:
+        return self.loop_cpu_s / self.wall_s if self.wall_s > 0 else 0.0
+
+    @property
+    def lag_p95_s(self) -> float:
+        return percentile(self.lags, 95) or 0.0
+
+    @property
+    def lag_max_s(self) -> float:
+        return max(self.lags, default=0.0)
+
+    @property
+    def limited_by(self) -> str | None:
+        """Why the client set the pace at this level, or None when it did not."""
+        why = []
+        if self.lag_p95_s >= LAG_LIMIT_S:
+            why.append(f"event-loop lag p95 {self.lag_p95_s * 1000:.0f} ms >= {LAG_LIMIT_S * 1000:.0f} ms")
+        if self.loop_cpu_share >= CPU_LIMIT:
+            why.append(f"event-loop thread busy {self.loop_cpu_share:.0%} of the wall time")
+        return "; ".join(why) or None
+
+    def figures(self) -> dict[str, Any]:
+        return {"client_cpu_percent": round(100 * self.cpu_share, 1),
+                "client_loop_cpu_percent": round(100 * self.loop_cpu_share, 1),
+                "client_loop_lag_p95_ms": round(self.lag_p95_s * 1000, 1),
+                "client_loop_lag_max_ms": round(self.lag_max_s * 1000, 1),
+                "client_limited": self.limited_by is not None,
+                "client_limited_by": self.limited_by}
+
+
+class ClientMonitor:
+    """`async with ClientMonitor() as mon:` around a level; `mon.result` afterwards.
+
+    `delay_s` is a test hook: every tick the loop is blocked that long with time.sleep, so the
+    loop lags without the process burning CPU (a slow client, not a CPU hog)."""
+
+    def __init__(self, *, delay_s: float = 0.0) -> None:
+        self.delay_s = delay_s
+        self.result: ClientLoad | None = None
+        self._lags: list[float] = []
+        self._tasks: list[asyncio.Task] = []
+
+    async def _tick(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            t = loop.time()
+            await asyncio.sleep(TICK_S)
+            self._lags.append(max(0.0, loop.time() - t - TICK_S))
+
+    async def _delay(self) -> None:
+        while True:
+            await asyncio.sleep(TICK_S)
+            time.sleep(self.delay_s)  # blocks the loop on purpose (the test hook)
+
+    async def __aenter__(self) -> ClientMonitor:
+        self._t0, self._cpu0, self._loop_cpu0 = time.monotonic(), time.process_time(), time.thread_time()
+        self._thread = threading.get_ident()
+        self._tasks.append(asyncio.create_task(self._tick()))
+        if self.delay_s > 0:
+            self._tasks.append(asyncio.create_task(self._delay()))
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        assert threading.get_ident() == self._thread, "a monitor is entered and left on its loop's thread"
+        self.result = ClientLoad(time.monotonic() - self._t0, time.process_time() - self._cpu0,
+                                 time.thread_time() - self._loop_cpu0, list(self._lags))
+
+
+def _progress(line: str) -> None:
+    print(f"load: {line}", file=sys.stderr, flush=True)
 
 
 @dataclass
@@ -190,6 +298,11 @@ class LevelStats:
     wall_s: float = 0.0
     gone: str | None = None
     skipped: int = 0  # not sent: the level had already broken
+    client: ClientLoad | None = None  # the probe's own CPU and loop lag while the level ran
+
+    @property
+    def client_limited(self) -> str | None:
+        return self.client.limited_by if self.client is not None else None
 
     @property
     def failures(self) -> list[ExchangeRecord]:
@@ -217,6 +330,7 @@ class LevelStats:
             "ttft_p50_s": rounded(percentile(ttfts, 50)),
             "ttft_p95_s": rounded(percentile(ttfts, 95)),
             "what_broke": self.what_broke(),
+            **(self.client.figures() if self.client is not None else {}),
         }
 
 
@@ -256,14 +370,30 @@ def classify(raw: RawExchange, violations: list[Violation]) -> str | None:
     return "invalid exchange (" + ", ".join(sorted({v.check_id for v in errs})) + ")"
 
 
-async def run_level(target: Target, items: list[WorkItem], level: int, *, rounds: int = 1) -> LevelStats:
-    """`level` requests in flight at once, every exchange judged.
+async def run_level(target: Target, items: list[WorkItem], level: int, *, rounds: int = 1,
+                    client_delay_s: float = 0.0, progress=_progress, place: str = "") -> LevelStats:
+    """`level` requests in flight at once, every exchange judged, the client's own load measured.
 
     Each level sends the whole workload at least once, and at least `level * rounds` requests.
+    `client_delay_s` is the ClientMonitor test hook; `progress(line)` gets the progress lines
+    (`place`: "level 2 of 5").
     """
+    async with ClientMonitor(delay_s=client_delay_s) as monitor:
+        stats = await _run_level(target, items, level, rounds=rounds, progress=progress, place=place)
+    stats.client = monitor.result
+    limited = stats.client_limited
+    progress(f"{place or 'level'} (concurrency {level}) done: {len(stats.records)} sent, {len(stats.failures)} failed, "
+             f"{stats.wall_s:.1f} s; client CPU {stats.client.cpu_share:.0%}, loop lag p95 "
+             f"{stats.client.lag_p95_s * 1000:.0f} ms" + (f"; CLIENT-LIMITED ({limited})" if limited else ""))
+    return stats
+
+
+async def _run_level(target: Target, items: list[WorkItem], level: int, *, rounds: int, progress,
+                     place: str) -> LevelStats:
     stats = LevelStats(level)
     sem = asyncio.Semaphore(level)
     total = max(level * rounds, len(items))
+    progress(f"{place or 'level'}: concurrency {level}, {total} requests")
     t0 = time.monotonic()
     limits = httpx.Limits(max_connections=level + 2, max_keepalive_connections=level + 2)
     pool = ThreadPoolExecutor(max_workers=level, thread_name_prefix="probe-loop")  # loops in flight = level
@@ -339,10 +469,34 @@ class LoadReport:
                 return s.level
         return None
 
+    @property
+    def client_limited_levels(self) -> list[int]:
+        return [s.level for s in self.levels if s.client_limited]
+
+    def _client_note(self) -> str:
+        limited = [s for s in self.levels if s.client_limited]
+        if not limited:
+            return ""
+        return ("; CLIENT-LIMITED at concurrency " + ", ".join(f"{s.level} ({s.client_limited})" for s in limited)
+                + ": there the probe, not the target, set the pace, so those levels measure the client")
+
+    def junit_properties(self) -> list[tuple[str, str]]:
+        """Per level: the client's CPU, loop lag and the client-limited flag (for the JUnit report)."""
+        props = [("load_client_limited_levels", ",".join(map(str, self.client_limited_levels)) or "none")]
+        for s in self.levels:
+            if s.client is None:
+                continue
+            f = s.client.figures()
+            props += [(f"load_c{s.level}_client_cpu_percent", str(f["client_cpu_percent"])),
+                      (f"load_c{s.level}_client_loop_lag_p95_ms", str(f["client_loop_lag_p95_ms"])),
+                      (f"load_c{s.level}_client_limited", "yes" if f["client_limited"] else "no")]
+        return props
+
     def acceptance(self) -> ProbeOutcome:
         planned = ", ".join(map(str, self.levels_planned))
         figures = {"concurrency": self.concurrency, "levels_planned": self.levels_planned,
-                   "levels": [s.figures() for s in self.levels]}
+                   "levels": [s.figures() for s in self.levels],
+                   "client_limited_levels": self.client_limited_levels}
         if self.gone_before:
             v = registry.violation("load.concurrency_acceptance",
                                    f"the target is down before the load probe started: {self.gone_before}",
@@ -351,7 +505,7 @@ class LoadReport:
         broken = next((s for s in self.levels if not s.ok), None)
         if broken is None:
             n = sum(len(s.records) for s in self.levels)
-            msg = f"all {n} requests passed at every concurrency level ({planned})"
+            msg = f"all {n} requests passed at every concurrency level ({planned})" + self._client_note()
             return ProbeOutcome("load.concurrency_acceptance", "passed", msg, [], figures)
         what = ", ".join(f"{count} {kind}" for kind, count in sorted(broken.what_broke().items(), key=lambda kv: -kv[1]))
         passed_levels = [s.level for s in self.levels if s.ok]
@@ -362,6 +516,9 @@ class LoadReport:
             msg += f" ({broken.skipped} more not sent once it broke)"
         if broken.gone:
             msg += f"; {broken.gone}"
+        if broken.client_limited:
+            msg += (f"; the client was saturated at this level ({broken.client_limited}), so the failure "
+                    "may be the client's, not the target's")
         first = broken.failures[0]
         headline = registry.violation(
             "load.concurrency_acceptance", msg,
@@ -383,17 +540,21 @@ class LoadReport:
             return "n/a" if x is None else f"{x}s"
 
         parts = [f"c={r['level']}: {r['output_tokens_per_s']} tok/s, TTFT p50 {sec(r['ttft_p50_s'])} "
-                 f"p95 {sec(r['ttft_p95_s'])}" for r in rows]
-        return ProbeOutcome("load.throughput", "info", "; ".join(parts) or "no level ran", [], {"levels": rows})
+                 f"p95 {sec(r['ttft_p95_s'])}"
+                 + (f" [CLIENT-LIMITED: {r['client_limited_by']}: the client's ceiling, not the target's]"
+                    if r.get("client_limited") else "") for r in rows]
+        return ProbeOutcome("load.throughput", "info", "; ".join(parts) or "no level ran", [],
+                            {"levels": rows, "client_limited_levels": self.client_limited_levels})
 
     def table(self) -> str:
         """A plain-text table of the levels (for logs and docs)."""
-        lines = ["level  sent  ok  wall_s  out_tok/s  ttft_p50  ttft_p95  broke"]
+        lines = ["level  sent  ok  wall_s  out_tok/s  ttft_p50  ttft_p95  cpu%  lag_p95_ms  client_limited  broke"]
         for s in self.levels:
             f = s.figures()
             lines.append(f"{f['level']:>5}  {f['sent']:>4}  {f['ok']:>2}  {f['wall_s']!s:>6}  "
                          f"{f['output_tokens_per_s']!s:>9}  {f['ttft_p50_s']!s:>8}  {f['ttft_p95_s']!s:>8}  "
-                         f"{f['what_broke'] or ''}")
+                         f"{f.get('client_cpu_percent', '')!s:>4}  {f.get('client_loop_lag_p95_ms', '')!s:>10}  "
+                         f"{'YES' if f.get('client_limited') else 'no':>14}  {f['what_broke'] or ''}")
         return "\n".join(lines)
 
 
@@ -404,16 +565,20 @@ async def concurrency_probe(
     ramp: bool = True,
     rounds: int = 1,
     items: list[WorkItem] | None = None,
+    client_delay_s: float = 0.0,
 ) -> LoadReport:
-    """Run the workload at each level; stop at the first level that breaks."""
+    """Run the workload at each level; stop at the first level that breaks.
+
+    `client_delay_s`: the ClientMonitor test hook (a deliberately slow client)."""
     levels = ramp_levels(concurrency) if ramp else [concurrency]
     report = LoadReport(concurrency, levels, [])
     report.gone_before = await target_gone(target)
     if report.gone_before:
         return report
     work = items or default_workload(target)
-    for level in levels:
-        stats = await run_level(target, work, level, rounds=rounds)
+    for n, level in enumerate(levels, 1):
+        stats = await run_level(target, work, level, rounds=rounds, client_delay_s=client_delay_s,
+                                place=f"level {n} of {len(levels)}")
         report.levels.append(stats)
         if not stats.ok:
             break  # fail fast: the level that broke is the verdict

@@ -11,11 +11,17 @@ Rules:
   got fixed: update the baseline). A test failing exactly as listed is reported as xfailed.
 - `write(path, failures)` keeps the reasons already written for entries that are still there,
   so re-writing a baseline does not lose the explanations a human added.
+- Test keys name client and case, not the client's release (`conformance.suite.cases`), so a
+  baseline survives a release change. `migrate_key` / `migrate(path)` (`conformance baseline
+  migrate FILE...`) re-key a baseline written with release keys (`[claude-code/2.1.197/default]`
+  -> `[claude-code/default]`) and record the releases it was measured on in `client_versions`;
+  everything else in the file is kept as it was.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -91,3 +97,34 @@ def write(path: Path | str, failures: dict[str, set[str]], *, target: str = "", 
 def compare(known: dict[str, str], failing: set[str]) -> tuple[set[str], set[str]]:
     """(new failures, known failures that no longer happen) for one test."""
     return failing - set(known), set(known) - failing
+
+
+_RELEASE_KEY = re.compile(r"\[(?P<client>[a-z][a-z0-9-]*)/(?P<version>\d+(?:\.\d+)+[\w.+-]*)/")
+
+
+def migrate_key(key: str) -> tuple[str, tuple[str, str] | None]:
+    """(the key without the client's release, (client, release) it named or None)."""
+    m = _RELEASE_KEY.search(key)
+    if not m:
+        return key, None
+    return key[:m.start()] + f"[{m['client']}/" + key[m.end():], (m["client"], m["version"])
+
+
+def migrate(path: Path | str) -> tuple[int, dict[str, str]]:
+    """Re-key one baseline file in place; returns (keys changed, client -> release measured on)."""
+    path = Path(path)
+    load(path)  # a clear error if it is not a baseline
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    changed, releases = 0, dict(doc.get("client_versions") or {})
+    for entry in doc.get("known_failures", []):
+        new, release = migrate_key(entry["test"])
+        if release is not None:
+            client, version = release
+            if releases.setdefault(client, version) != version:
+                raise BaselineError(f"{path}: {entry['test']} names {client} {version}, other keys "
+                                    f"{releases[client]}: one baseline is measured on one release per client")
+            entry["test"], changed = new, changed + 1
+    if releases:
+        doc["client_versions"] = dict(sorted(releases.items()))
+    path.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return changed, releases

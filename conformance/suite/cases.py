@@ -4,6 +4,13 @@ Rules:
 - The corpus is `--conformance-captures` (a folder or one file), else the bundled captured/
   (`conformance.core.paths.captured_dir()`); `--conformance-client` filters by client. Loaded once per
   process (collection) and kept in the config stash.
+- Releases: the run replays the current release of each client (the corpus manifest's `current`,
+  else the newest release found); `--conformance-client-version V[,V...]` replays release V of
+  each client that has it (the others stay current), `all` every release.
+- Test keys name the client and the case, not the release (`claude-code/default`): a baseline or
+  a peer fixture keeps matching when the current release changes; the release is a property of
+  every result (`client_version`). Only a run that replays two releases of one client puts the
+  release in that client's keys (`claude-code/2.1.197/default`), so no two tests share a key.
 - A corpus that yields no capture is not a vacuous pass: the tests are parametrized with a
   single `no-captures` case that fails with `suite.corpus.present`.
 - Replay is byte-exact by default: the captured body bytes are sent unless the suite had to
@@ -58,11 +65,72 @@ def all_cases(config) -> tuple[list[Capture], str]:
     caps = [c for c in caps if c.main_exchanges()]
     if client != "all":
         caps = [c for c in caps if c.client == client]
+    caps = select_releases(caps, release_option(config), current_releases(root, caps))
     caps.sort(key=lambda c: c.id)
     if not caps and not why:
         why = f"no capture with a model request under {root}" + (f" for client {client}" if client != "all" else "")
     config.stash[_CASES] = (caps, why)
     return caps, why
+
+
+def version_key(version: str) -> tuple:
+    """A release number as a sortable tuple (2.1.332 > 2.1.197)."""
+    import re
+
+    return tuple(int(p) if p.isdigit() else 0 for p in re.split(r"[.\-+]", version or "0"))
+
+
+def release_option(config) -> str:
+    import os
+
+    return (config.getoption("conformance_client_version", None) or os.environ.get("CONFORMANCE_CLIENT_VERSION")
+            or "current")
+
+
+def current_releases(root: Path, caps: list[Capture]) -> dict[str, str]:
+    """client -> its current release: the manifest's `current`, else the newest in the corpus."""
+    import json
+
+    newest: dict[str, str] = {}
+    for c in caps:
+        if c.client not in newest or version_key(c.client_version) > version_key(newest[c.client]):
+            newest[c.client] = c.client_version
+    manifest = root / "manifest.json" if root.is_dir() else None
+    if manifest is not None and manifest.is_file():
+        try:
+            marked = json.loads(manifest.read_text(encoding="utf-8")).get("current") or {}
+        except ValueError:
+            marked = {}
+        newest.update({k: v for k, v in marked.items() if isinstance(v, str) and any(
+            c.client == k and c.client_version == v for c in caps)})
+    return newest
+
+
+def select_releases(caps: list[Capture], spec: str, current: dict[str, str]) -> list[Capture]:
+    """The captures of the releases `spec` asks for ("current", "all", or versions, comma-separated)."""
+    if spec == "all":
+        return caps
+    asked = {v.strip() for v in spec.split(",") if v.strip() and v.strip() != "current"}
+    have = {(c.client, c.client_version) for c in caps}
+    unknown = sorted(v for v in asked if not any(cv == v for _, cv in have))
+    if unknown:
+        releases = ", ".join(sorted(f"{cl} {v}" for cl, v in have))
+        raise pytest.UsageError(f"conformance: --conformance-client-version {', '.join(unknown)}: no capture of that "
+                                f"release in the corpus (releases: {releases}); pass one of them, current or all")
+    wanted = {}
+    for client, version in current.items():
+        picked = [v for v in asked if (client, v) in have]
+        wanted[client] = set(picked) if picked else {version}
+    return [c for c in caps if c.client_version in wanted.get(c.client, set())]
+
+
+def capture_key(capture: Capture, caps: list[Capture]) -> str:
+    """The test key part of a capture: client/case, with the release only when this run replays
+    several releases of that client."""
+    releases = {c.client_version for c in caps if c.client == capture.client}
+    if len(releases) > 1:
+        return capture.id
+    return f"{capture.client}/{capture.case}"
 
 
 def capture_api(capture: Capture) -> str:
@@ -76,7 +144,7 @@ def parametrize(metafunc, select=lambda c: True) -> None:
     if not caps:
         metafunc.parametrize("capture", [NoCaptures(why)], ids=["no-captures"])
         return
-    metafunc.parametrize("capture", chosen, ids=[c.id for c in chosen])
+    metafunc.parametrize("capture", chosen, ids=[capture_key(c, caps) for c in chosen])
 
 
 def fail_no_captures(ctx, capture: NoCaptures) -> None:

@@ -57,6 +57,12 @@ def test_live_client(client, api, scenario_id, conformance_ctx, tmp_path):
     for check_id, vs in sorted(by_check.items()):
         outcome = "failed" if any(v.is_error for v in vs) else "warning"
         ctx.outcome(check_id, outcome, violations=vs, details={"client": f"{client} {report.version}"})
+    if report.capture is not None:
+        # One upstream request per client turn: a resend with stream: false is a non-stream fallback.
+        from conformance.capture.turns import fallback_outcome
+
+        fell = fallback_outcome(report.capture)
+        ctx.outcome(fell.check_id, fell.outcome, violations=fell.violations, message=fell.note)
     for check_id in ("loop.client_finished", "loop.completion_check"):
         if check_id not in by_check:
             ctx.outcome(check_id, "passed", details={"client": f"{client} {report.version}"})

@@ -35,6 +35,8 @@ def _load(request, ctx, *, ramp: bool, rounds: int, title: str) -> None:
     async def once():
         rep = await concurrency_probe(target, n, ramp=ramp, rounds=rounds)
         print(rep.table())
+        # Per level: the client's CPU, loop lag and whether the client set the pace (JUnit properties).
+        request.node.user_properties.extend(rep.junit_properties())
         return [rep.acceptance(), rep.throughput()]
 
     suite_support.report(ctx, target, suite_support.run_probe(request, settings, once), title=title)

@@ -1,6 +1,6 @@
 """Replay every captured request against the target and judge what comes back.
 
-Each test is parametrized over the captures (test id = client/version/case):
+Each test is parametrized over the captures (test id = client/case, see suite/cases.py):
 - test_replay: every model request of the capture, byte-exact by default, judged with
   check_exchange (accepted, stream grammar to the last event, tools structured and valid,
   model identity, deadlines);

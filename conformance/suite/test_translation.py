@@ -35,7 +35,7 @@ def pytest_generate_tests(metafunc):
     for c in caps:
         if cases.capture_api(c) == CLIENT.name:  # the rules judge an Anthropic client's hop
             params.append(("capture", c))
-            ids.append(c.id)
+            ids.append(cases.capture_key(c, caps))  # client/case: the release is a property
     metafunc.parametrize("translation_case", params, ids=ids)
 
 

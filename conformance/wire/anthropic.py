@@ -48,8 +48,15 @@ from typing import Any
 
 from conformance.core.failures import Violation
 from conformance.core.registry import register, violation
-from conformance.wire.base import StreamReport, check_for_pointer, load_json, schema_problems
-from conformance.wire.sse import SSEDecoder, SSEEvent, decode, iter_chunks
+from conformance.wire.base import (
+    StreamReport,
+    check_for_pointer,
+    compiled_validator,
+    fast_json,
+    load_json,
+    schema_problems,
+)
+from conformance.wire.sse import SSEDecoder, SSEEvent, decode, head_then_whole, iter_chunks
 
 # ----------------------------------------------------------------------------- check ids
 _C = "anthropic.stream."
@@ -215,6 +222,10 @@ RESPONSE_SCHEMA_CHECKS: list[tuple[str, str, str]] = [
 
 
 # ----------------------------------------------------------------------------- the stream machine
+_EVENT_SET = frozenset(EVENTS)
+_FAST: dict[str, Any] = {}  # event kind -> its schema's compiled predicate (filled on first use)
+
+
 class StreamMachine:
     """Feed SSE events one at a time; `finish()` returns the report. Sans-IO."""
 
@@ -241,6 +252,9 @@ class StreamMachine:
         self.last_output_tokens: int | None = None
         self.saw_message_delta = False
         self._noted_unknown: set[str] = set()
+        self._handlers = {kind: getattr(self, "_on_" + kind) for kind in EVENTS}
+        if not _FAST:
+            _FAST.update({kind: compiled_validator("anthropic." + kind) for kind in EVENTS})
 
     # -- helpers --------------------------------------------------------------------------
     def _v(self, check_id: str, message: str, ev: SSEEvent | None = None, kind: str | None = None, **kw) -> None:
@@ -263,7 +277,10 @@ class StreamMachine:
     # -- one event ------------------------------------------------------------------------
     def feed(self, ev: SSEEvent) -> None:
         self.events.append(ev)
-        data, err = load_json(ev.data)
+        try:
+            data, err = fast_json(ev.data), None
+        except ValueError:  # (msgspec's DecodeError is one) json.loads decides and words it
+            data, err = load_json(ev.data)
         self.payloads.append(data)
         if err is not None or not isinstance(data, dict):
             self._v(_C + "event_json", f"event data is not a JSON object ({err or type(data).__name__})", ev,
@@ -278,7 +295,7 @@ class StreamMachine:
             self._v(_C + "event_name_matches_type", f"SSE event name {ev.event!r} but data type {dtype!r}", ev,
                     expected=f"event: {dtype}", seen=f"event: {ev.event}")
         name = dtype or ev.event or "unknown"
-        kind = name if name in EVENTS else "unknown"
+        kind = name if name in _EVENT_SET else "unknown"
 
         state = self.state
         nxt = TRANSITIONS.get((state, kind))
@@ -298,12 +315,14 @@ class StreamMachine:
             return
         if data is None:
             return
-        self._schema(kind, data, ev)
+        fast = _FAST.get(kind)
+        if fast is None or not fast(data):  # the compiled schema passed: nothing for jsonschema to word
+            self._schema(kind, data, ev)
         if apply:
-            getattr(self, "_on_" + kind)(data, ev)
+            self._handlers[kind](data, ev)
 
     def _schema(self, kind: str, data: dict, ev: SSEEvent) -> None:
-        for ptr, msg, expected, seen in schema_problems("anthropic." + kind, data):
+        for ptr, msg, expected, seen in schema_problems("anthropic." + kind, data, memo=False):
             check_id = check_for_pointer(SCHEMA_CHECKS, kind, ptr, _C + "event_schema")
             self._v(check_id, f"{kind}: {msg}", ev, kind, expected=expected, seen=seen, pointer=ptr)
 
@@ -622,6 +641,12 @@ def content_started(buf: bytes) -> bool:
         return True
     if not any(name.encode() in buf for name in _CONTENT_EVENTS):
         return False
+    # Content comes early: judge a short head first (events of a prefix are the first events of
+    # the whole, so a True there is the answer), the whole buffer only when the head has none.
+    return any(_has_content(part) for part in head_then_whole(buf))
+
+
+def _has_content(buf: bytes) -> bool:
     events, _ = decode(buf)
     for ev in events:
         name = ev.event

@@ -61,54 +61,169 @@ def pointer(path) -> str:
     return "/" + "/".join(out) if out else ""
 
 
-# Validity memo. jsonschema costs ~0.3 ms per event, more than everything else together, and a
-# stream repeats a handful of event shapes thousands of times. For the keywords our schemas use
-# (MEMO_SAFE_KEYWORDS; const/enum only on properties named in VALUE_KEYS) validity depends only
-# on the *shape* of an instance: its keys, value types, integer signs, empty-vs-non-empty
-# strings, array lengths and the values of VALUE_KEYS. So a shape validated clean once is clean
-# again; invalid instances are always validated in full (their errors quote values).
-# tests/wire/test_wire_schemas.py checks with mutated events that the memo never changes a verdict.
-VALUE_KEYS = frozenset({"type", "role", "object", "stop_reason", "finish_reason"})
-MEMO_SAFE_KEYWORDS = frozenset({"$schema", "$id", "title", "description", "type", "properties", "required",
-                                "items", "const", "enum", "minLength", "minimum", "maxItems", "minItems",
-                                "allOf", "if", "then"})
-_VALID_SHAPES: set = set()
-_MEMO_LIMIT = 100_000
+# Fast validity. jsonschema costs ~0.3 ms per event, more than everything else together, and
+# nearly every event of a real stream is valid. So each schema is also compiled, once, into a
+# plain Python predicate (`compiled_validator`): straight-line code for the keywords our schemas
+# use (COMPILABLE_KEYWORDS; const/enum of strings and null). It answers exactly what jsonschema
+# answers for values made of JSON types (what the decoders produce) and is conservative beyond
+# them (any other type answers False). True means valid, nothing more to do; False means the
+# instance goes through the full jsonschema validator, which alone words the errors. So the
+# schema files stay the one contract: the predicates are generated from them, never kept by hand.
+# tests/wire/test_wire_schemas.py checks predicate == jsonschema on fixtures, mutants and
+# arbitrary JSON.
+COMPILABLE_KEYWORDS = frozenset({"$schema", "$id", "title", "description", "type", "properties", "required",
+                                 "items", "const", "enum", "minLength", "minimum", "maxItems", "minItems",
+                                 "allOf", "if", "then"})
+
+
+class _Uncompilable(Exception):
+    pass
+
+
+_TYPE_TESTS = {
+    "object": "isinstance({x}, dict)",
+    "array": "isinstance({x}, list)",
+    "string": "isinstance({x}, str)",
+    "null": "{x} is None",
+    "boolean": "({x} is True or {x} is False)",
+    "integer": "(type({x}) is int or (type({x}) is float and {x}.is_integer()))",
+    "number": "type({x}) in _NUM",
+}
+
+
+class _SchemaCompiler:
+    """Turns one schema into the source of `def _valid(v0) -> bool` (raises _Uncompilable)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.helpers: list[str] = []
+        self.n = 0
+
+    def _var(self) -> str:
+        self.n += 1
+        return f"v{self.n}"
+
+    @staticmethod
+    def _eq(x: str, value: Any) -> str:
+        if value is None:
+            return f"{x} is None"
+        if isinstance(value, str):  # jsonschema's equal(): with a string on either side it is ==
+            return f"{x} == {value!r}"
+        raise _Uncompilable(f"const/enum value {value!r}")
+
+    def emit(self, node: Any, x: str, ind: int, out: list[str], known: str | None = None) -> None:
+        """Lines that `return False` when `x` breaks `node`; `known`: x's JSON type, if checked already."""
+        pad = " " * ind
+        if node is True or node == {}:
+            return
+        if not isinstance(node, dict) or not set(node) <= COMPILABLE_KEYWORDS:
+            raise _Uncompilable(str(node)[:80])
+        if "type" in node:
+            types = [node["type"]] if isinstance(node["type"], str) else list(node["type"])
+            if not all(t in _TYPE_TESTS for t in types):
+                raise _Uncompilable(f"type {types}")
+            if known is None or types != [known]:
+                out.append(f"{pad}if not ({' or '.join(_TYPE_TESTS[t].format(x=x) for t in types)}): return False")
+            if len(types) == 1:
+                known = types[0]
+        if "const" in node:
+            out.append(f"{pad}if not ({self._eq(x, node['const'])}): return False")
+        if "enum" in node:
+            out.append(f"{pad}if not ({' or '.join(self._eq(x, v) for v in node['enum']) or 'False'}): return False")
+        if "minLength" in node:
+            guard = "" if known == "string" else f"isinstance({x}, str) and "
+            out.append(f"{pad}if {guard}len({x}) < {int(node['minLength'])}: return False")
+        if "minimum" in node:
+            m = node["minimum"]
+            if type(m) not in (int, float):
+                raise _Uncompilable(f"minimum {m!r}")
+            if known in ("integer", "number"):  # int or float, never bool (the type test said so)
+                out.append(f"{pad}if {x} < {m!r}: return False")
+            else:
+                out.append(f"{pad}if type({x}) in _NUM:")
+                out.append(f"{pad} if {x} < {m!r}: return False")
+                out.append(f"{pad}elif not isinstance({x}, _NOT_NUMBERS): return False")
+        for kw, op in (("maxItems", ">"), ("minItems", "<")):
+            if kw in node:
+                guard = "" if known == "array" else f"isinstance({x}, list) and "
+                out.append(f"{pad}if {guard}len({x}) {op} {int(node[kw])}: return False")
+        if "required" in node or "properties" in node:
+            inner = ind
+            if known != "object":
+                out.append(f"{pad}if isinstance({x}, dict):")
+                out.append(f"{pad} pass")
+                inner = ind + 1
+            ipad = " " * inner
+            required = list(node.get("required", ()))
+            props = node.get("properties", {})
+            for key in required:
+                if key not in props:
+                    out.append(f"{ipad}if {key!r} not in {x}: return False")
+            for key, sub in props.items():
+                body: list[str] = []
+                v = self._var()
+                if key in required:  # present for sure: check it at this level
+                    self.emit(sub, v, inner, body)
+                    out.append(f"{ipad}{v} = {x}.get({key!r}, _MISSING)")
+                    out.append(f"{ipad}if {v} is _MISSING: return False")
+                    out.extend(body)
+                    continue
+                self.emit(sub, v, inner + 1, body)
+                if body:
+                    out.append(f"{ipad}{v} = {x}.get({key!r}, _MISSING)")
+                    out.append(f"{ipad}if {v} is not _MISSING:")
+                    out.extend(body)
+        if "items" in node:
+            body = []
+            v = self._var()
+            self.emit(node["items"], v, ind + 2, body)
+            if body:
+                out.append(f"{pad}if isinstance({x}, list):")
+                out.append(f"{pad} for {v} in {x}:")
+                out.extend(body)
+        for sub in node.get("allOf", ()):
+            self.emit(sub, x, ind, out, known)
+        if "if" in node and "then" in node:
+            body = []
+            self.emit(node["then"], x, ind + 1, body, known)
+            if body:
+                out.append(f"{pad}if {self._if_test(node['if'], x, known)}:")
+                out.extend(body)
+
+    def _if_test(self, node: Any, x: str, known: str | None) -> str:
+        """An `if` must be decided exactly (a wrong False skips `then`). The common form, one
+        property's string const, inline; anything else as its own predicate."""
+        props = node.get("properties") if isinstance(node, dict) and set(node) == {"properties"} else None
+        if isinstance(props, dict) and len(props) == 1:
+            (key, sub), = props.items()
+            if isinstance(sub, dict) and set(sub) == {"const"} and isinstance(sub["const"], str):
+                guard = "" if known == "object" else f"not isinstance({x}, dict) or "
+                return f"({guard}{key!r} not in {x} or {x}[{key!r}] == {sub['const']!r})"
+        return f"{self.function(node)}({x})"
+
+    def function(self, node: Any) -> str:
+        """A named predicate for `node` (the main schema, or an `if` subschema)."""
+        name = f"_p{len(self.helpers)}"
+        self.helpers.append("")  # reserve the slot: nested `if`s get later numbers
+        body: list[str] = []
+        self.emit(node, "v0", 1, body)
+        self.helpers[int(name[2:])] = "\n".join([f"def {name}(v0):", *body, " return True"])
+        return name
 
 
 @cache
-def _memo_safe(name: str) -> bool:
+def compiled_validator(name: str):
+    """`conformance/wire/schemas/<name>.json` as a fast predicate (None if it uses other keywords)."""
     schema = json.loads((_schemas_dir() / f"{name}.json").read_text(encoding="utf-8"))
-
-    def walk(node: Any, prop: str | None) -> bool:
-        if not isinstance(node, dict):
-            return True
-        if not set(node) <= MEMO_SAFE_KEYWORDS:
-            return False
-        if ("const" in node or "enum" in node) and prop not in VALUE_KEYS:
-            return False
-        for key, sub in node.get("properties", {}).items():
-            if not walk(sub, key):
-                return False
-        return all(walk(node[k], prop) for k in ("items", "if", "then") if k in node) and all(
-            walk(sub, prop) for sub in node.get("allOf", []))
-
-    return walk(schema, None)
-
-
-def _shape(value: Any, key: str | None = None) -> Any:
-    t = type(value)
-    if t is str:
-        return ("s", value) if key in VALUE_KEYS else ("s", bool(value))
-    if t is dict:
-        return tuple([(k, _shape(v, k)) for k, v in value.items()])
-    if t is list:
-        return ("L", tuple([_shape(v) for v in value]))
-    if t is int:
-        return ("i", value >= 0)
-    if t is float:
-        return ("f", value >= 0, value.is_integer())
-    return (t.__name__, value if key in VALUE_KEYS else None)
+    comp = _SchemaCompiler()
+    try:
+        main = comp.function(schema)
+    except _Uncompilable:
+        return None
+    namespace: dict[str, Any] = {"_MISSING": object(), "_NUM": (int, float),
+                                 "_NOT_NUMBERS": (str, list, dict, bool, type(None))}
+    exec(compile("\n\n".join(comp.helpers), f"<schema {name}>", "exec"), namespace)  # noqa: S102 - our own schema
+    return namespace[main]
 
 
 def _schemas_dir():
@@ -118,13 +233,14 @@ def _schemas_dir():
 
 
 def schema_problems(name: str, instance: Any, *, memo: bool = True) -> list[tuple[str, str, str, str]]:
-    """Schema errors as (pointer, message, expected, seen); a missing property points at itself."""
-    validator = schema_validator(name)
-    shape_key = None
-    if memo and _memo_safe(name):
-        shape_key = (name, _shape(instance))
-        if shape_key in _VALID_SHAPES:
+    """Schema errors as (pointer, message, expected, seen); a missing property points at itself.
+
+    memo=False skips the compiled predicate (the full validator only; the tests compare both)."""
+    if memo:
+        fast = compiled_validator(name)
+        if fast is not None and fast(instance):
             return []
+    validator = schema_validator(name)
     out: list[tuple[str, str, str, str]] = []
     for err in validator.iter_errors(instance):
         for leaf in _leaves(err):
@@ -139,8 +255,6 @@ def schema_problems(name: str, instance: Any, *, memo: bool = True) -> list[tupl
                 seen = json.dumps(leaf.instance, ensure_ascii=False)
                 out.append((base, leaf.message if len(leaf.message) < 300 else leaf.message[:300] + "…",
                             _expected(leaf), seen if len(seen) < 200 else seen[:200] + "…"))
-    if not out and shape_key is not None and len(_VALID_SHAPES) < _MEMO_LIMIT:
-        _VALID_SHAPES.add(shape_key)
     return out
 
 
@@ -181,10 +295,31 @@ def check_for_pointer(table: list[tuple[str, str, str]], kind: str, ptr: str, de
 _ARRAY_POS = re.compile(r"/\d+(?=/|$)")
 
 
+# msgspec's decoder is ~5x json.loads. It accepts a subset of what json.loads accepts and gives
+# the same values there (tests/wire/test_wire_schemas.py: a property test); what it refuses (NaN,
+# Infinity, 1e400, lone surrogate escapes, and every real error) goes to json.loads, so verdicts
+# and error wording are json.loads's.
+try:
+    from msgspec import DecodeError as _FastDecodeError
+    from msgspec.json import Decoder as _FastDecoder
+
+    _fast_decode = _FastDecoder().decode
+except ImportError:  # pragma: no cover - msgspec is a dependency; keep the judge working without it
+    _fast_decode, _FastDecodeError = json.loads, ValueError
+
+# For hot loops: raises ValueError (msgspec's DecodeError is one) on anything it refuses; the
+# caller then asks load_json, which falls back to json.loads.
+fast_json = _fast_decode
+
+
 def load_json(body: bytes | bytearray | str | dict) -> tuple[Any, str | None]:
     """(value, None) or (None, reason). A dict is passed through."""
     if isinstance(body, dict | list):
         return body, None
+    try:
+        return _fast_decode(body), None
+    except (_FastDecodeError, TypeError, ValueError):
+        pass
     try:
         return json.loads(body), None
     except (ValueError, UnicodeDecodeError) as exc:

@@ -31,8 +31,8 @@ from typing import Any
 
 from conformance.core.failures import Violation
 from conformance.core.registry import register, violation
-from conformance.wire.base import StreamReport, check_for_pointer, load_json, schema_problems
-from conformance.wire.sse import SSEDecoder, SSEEvent, decode, iter_chunks
+from conformance.wire.base import StreamReport, check_for_pointer, fast_json, load_json, schema_problems
+from conformance.wire.sse import SSEDecoder, SSEEvent, decode, head_then_whole, iter_chunks
 
 # ----------------------------------------------------------------------------- check ids
 _C = "openai.stream."
@@ -195,7 +195,10 @@ class StreamMachine:
     def _classify(self, ev: SSEEvent) -> tuple[str, Any]:
         if ev.data.strip() == "[DONE]":
             return "done", None
-        data, err = load_json(ev.data)
+        try:
+            data, err = fast_json(ev.data), None
+        except ValueError:  # (msgspec's DecodeError is one) json.loads decides and words it
+            data, err = load_json(ev.data)
         if err is not None or not isinstance(data, dict):
             self._v(_C + "chunk_json", f"data is neither a JSON object nor [DONE] ({err or type(data).__name__})",
                     ev, "chunk", expected="a chat.completion.chunk object or [DONE]", seen=ev.data[:200])
@@ -539,6 +542,10 @@ def content_started(buf: bytes) -> bool:
         return False
     if head in (b"{", b"["):
         return True
+    return any(_has_content(part) for part in head_then_whole(buf))  # (see anthropic.content_started)
+
+
+def _has_content(buf: bytes) -> bool:
     events, _ = decode(buf)
     for ev in events:
         if ev.data.strip() == "[DONE]" or ev.event == "error":

@@ -77,8 +77,47 @@ def test_cli_exit_codes(tmp_path, capsys):
     cap.main_exchanges()[1].request.body["stream_options"] = {"include_usage": False}
     save_capture(cap, p)
     (new / CC / "bare.json").unlink()
-    assert main(["capture", "--diff", str(captured_dir()), str(new)]) == 1
+    assert main(["capture", "--diff", str(captured_dir()), str(new), "--full"]) == 1
     out = capsys.readouterr().out
-    assert "opencode/openai-plain" in out and "stream_options.include_usage: true -> false" in out
+    assert "opencode/1.18.33/openai-plain" in out and "stream_options.include_usage: true -> false" in out
     assert "- (capture)" in out and "claude-code/2.1.197/bare" in out
     assert main(["capture", "--diff", str(tmp_path / "nope"), str(new)]) == 2
+
+
+OLD_CC, NEW_CC = captured_dir() / "claude-code" / "2.1.197", captured_dir() / "claude-code" / "2.1.332"
+
+
+def test_drift_summary_of_the_two_claude_code_releases(snapshot):
+    """2.1.197 -> 2.1.332: within 40 lines of 100 columns, ranked, every difference the issue
+    measured by hand (thinking.display, max_tokens, model, effort, the deferred tool beside
+    ToolSearch, betas in and out, the empty system entry of --bare, Read / Bash parameters, the
+    per-conversation billing header, HEAD / grouped)."""
+    from conformance.capture.diff import SUMMARY_COLUMNS, SUMMARY_LINES, drift_summary
+    from conformance.capture.format import load_captures
+
+    text = drift_summary(load_captures(OLD_CC), load_captures(NEW_CC))
+    lines = text.splitlines()
+    assert len(lines) <= SUMMARY_LINES and max(map(len, lines)) <= SUMMARY_COLUMNS
+    flat = " ".join(line.strip() for line in lines)
+    for fact in ("thinking.display", '{"display": "omitted", "type": "adaptive"}', "64000 -> 128000",
+                 '"claude-opus-5-5"', '"high" -> "medium"', "defer_loading (DeferredToolPlaceholder)", "ToolSearch",
+                 "advanced-tool-use-2025-11-20", "per-turn-control-2026-07-01",
+                 "mid-conversation-tool-changes-2026-07-01", "context-1m-2025-08-07",
+                 "prompt-caching-scope-2026-01-05", "mid-conversation-system-2026-04-07",
+                 "{role: system} after user with content [] (bare)", "Read +allow_large",
+                 "Bash -run_in_background", "x-anthropic-billing-header", "2.1.332: 3fc, 8ef, 934",
+                 "probe HEAD /: sent by 10 of 10 captures -> 0 of 10", "2862 structural difference(s)"):
+        assert fact in flat, fact
+    risks = [line.split()[0] for line in lines[2:-1] if line[:1].isupper() and not line.startswith(" ")]
+    assert risks == sorted(risks, key=["HIGH", "MEDIUM", "LOW"].index)
+    assert flat.count("HEAD /") == 1
+    assert text == snapshot
+
+
+def test_cli_prints_the_summary_first_and_the_full_list_only_with_full(capsys):
+    assert main(["capture", "--diff", str(OLD_CC), str(NEW_CC)]) == 1
+    short = capsys.readouterr().out
+    assert len(short.splitlines()) <= 40 and short.startswith("drift claude-code 2.1.197 -> claude-code 2.1.332")
+    assert main(["capture", "--diff", str(OLD_CC), str(NEW_CC), "--full"]) == 1
+    full = capsys.readouterr().out
+    assert full.startswith(short) and len(full.splitlines()) > 2800

@@ -1,8 +1,10 @@
-"""Recapture with the real pinned clients diffs structurally empty against the committed corpus.
+"""A recapture of each committed release with the real client diffs structurally empty against
+the committed corpus (`captured/<client>/<version>/`).
 
-Needs the real CLIs: `npm install --prefix DIR @anthropic-ai/claude-code@2.1.197 opencode-ai@1.18.33`
-and CONFORMANCE_CLIENTS_DIR=DIR (default: .clients at the repository top). Marked `slow` and `live`;
-it fails, saying what to install, when the clients are absent (CI installs them).
+Needs the real CLIs: the pins (`conformance.capture.recapture.PINS`) in CONFORMANCE_CLIENTS_DIR=DIR
+(default: .clients at the repository top) and every other release of `RELEASES` in its own prefix
+DIR/<client>@<version> (.ci/run installs them). Marked `slow` and `live`; it fails, saying what to
+install, when a client is absent.
 """
 
 from __future__ import annotations
@@ -13,29 +15,27 @@ from pathlib import Path
 import pytest
 
 from conformance.capture.diff import diff_paths, format_diff
-from conformance.capture.recapture import BINARIES, PINS, main
+from conformance.capture.recapture import BINARIES, NPM_PACKAGES, PINS, RELEASES, client_dir, main
 from conformance.core.paths import captured_dir
 
 CLIENTS = Path(os.environ.get("CONFORMANCE_CLIENTS_DIR", Path(__file__).resolve().parents[2] / ".clients"))
-INSTALLED = all((CLIENTS / BINARIES[c][1]).exists() for c in PINS)
+RELEASE_PARAMS = [(client, version) for client, versions in RELEASES.items() for version in versions]
 
 pytestmark = [pytest.mark.slow, pytest.mark.live]
 
 
-@pytest.fixture(autouse=True)
-def _clients_installed():
-    # Live tests are opt-in (-m live): once asked for, missing clients are a failure, not a skip.
-    if not INSTALLED:
-        pytest.fail(
-            f"real clients not installed in {CLIENTS}: npm install --prefix {CLIENTS} "
-            + " ".join(f"{pkg}@{PINS[c]}" for c, pkg in {"claude-code": "@anthropic-ai/claude-code",
-                                                         "opencode": "opencode-ai"}.items())
-            + " (or set CONFORMANCE_CLIENTS_DIR)", pytrace=False)
-
-
-def test_recapture_with_the_same_client_versions_diffs_empty(tmp_path):
+@pytest.mark.parametrize(("client", "version"), RELEASE_PARAMS, ids=[f"{c}@{v}" for c, v in RELEASE_PARAMS])
+def test_recapture_of_each_committed_release_diffs_empty(tmp_path, client, version):
+    where = client_dir(CLIENTS, client, None if version == PINS[client] else version)
+    if not (where / BINARIES[client][1]).exists():
+        # Live tests are opt-in (-m live): once asked for, a missing client is a failure, not a skip.
+        pytest.fail(f"{client} {version} is not installed: npm install --prefix "
+                    f"{CLIENTS if version == PINS[client] else CLIENTS / f'{client}@{version}'} "
+                    f"{NPM_PACKAGES[client]}@{version} (or set CONFORMANCE_CLIENTS_DIR)", pytrace=False)
     out = tmp_path / "captured"
-    code = main(["--clients", str(CLIENTS), "--out", str(out), "--scratch", str(tmp_path / "scratch")])
-    assert code == 0
-    changes = diff_paths(captured_dir(), out)
+    argv = ["--clients", str(CLIENTS), "--out", str(out), "--scratch", str(tmp_path / "scratch"), "--only", client]
+    if version != PINS[client]:
+        argv += ["--version", f"{client}={version}"]
+    assert main(argv) == 0
+    changes = diff_paths(captured_dir() / client / version, out / client / version)
     assert changes == [], format_diff(changes, "committed", "recaptured")

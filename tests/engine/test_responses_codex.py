@@ -178,3 +178,15 @@ def test_stream_and_non_stream_agree(engine_url):
         return [{k: v for k, v in i.items() if k not in ("id", "call_id")} for i in items]
 
     assert status == 200 and without_ids(json.loads(b"".join(chunks))["output"]) == without_ids(streamed)
+
+
+def test_a_forced_freeform_call_said_in_words_under_tool_choice_ignored():
+    from .conftest import engine
+
+    body = codex_bodies("apply-patch-loop")[1]
+    body["tool_choice"] = "required"
+    with engine("tool-choice-ignored") as url:
+        out = final_output(stream(url, body))
+    assert [i["type"] for i in out] == ["reasoning", "message"]
+    assert "use the apply_patch tool on settings.conf" in out[-1]["content"][0]["text"]
+    assert "*** Begin Patch" not in out[-1]["content"][0]["text"]

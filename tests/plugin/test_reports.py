@@ -36,7 +36,7 @@ def test_junit_properties(pytester, engine_url, suite):
     for name in ("target", "api", "model", "engine_version", "router_version", "suite_version"):
         assert name in suite_props, name
     assert suite_props["target"] == engine_url and suite_props["router_version"] == "router 1.2"
-    case = next(tc for tc in root.iter("testcase") if "test_replay[claude-code/2.1.197/tool-loop-small]" in tc.get("name"))
+    case = next(tc for tc in root.iter("testcase") if "test_replay[claude-code/tool-loop-small]" in tc.get("name"))
     props = {p.get("name"): p.get("value") for p in case.find("properties")}
     assert props["client"] == "claude-code" and props["client_version"] == "2.1.197"
     assert props["capture"].endswith("tool-loop-small.json") and props["severity"] == "none"

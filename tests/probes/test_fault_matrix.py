@@ -35,7 +35,7 @@ SPAWN = {"crash-under-concurrency", "hang", "hang-with-pings"}  # the process mu
 
 
 async def _load(t):
-    rep = await concurrency_probe(t, 4, items=capture_items(t)[:2] + loop_items()[:2])
+    rep = await concurrency_probe(t, 4, items=capture_items(t)[:2] + loop_items(t.api)[:2])
     return [rep.acceptance()]
 
 

@@ -12,7 +12,7 @@ from conformance.probes.load import capture_items, concurrency_probe, loop_items
 def test_conformant_engine_passes_the_ramp_with_figures_per_level(engine, make_target):
     t = make_target(engine(max_context=131072))
     # a slice of the default workload (captured requests + whole agent loops) keeps it fast
-    items = capture_items(t)[:2] + loop_items()[:2]
+    items = capture_items(t)[:2] + loop_items(t.api)[:2]
     assert len(items) == 4 and items[-1].scenario is not None
     rep = run_sync(concurrency_probe(t, 4, items=items))
     acc, thr = rep.acceptance(), rep.throughput()
@@ -75,3 +75,39 @@ def test_several_long_requests_at_once_kill_the_crashing_engine(spawned, make_ta
     t = make_target(ep.url, process=ep)
     _, par = run_sync(interference_probe(t, short_count=2, parallel_long=4))
     assert par.outcome == "failed" and "long-context requests at once failed" in par.message
+
+
+# ----------------------------------------------------------------------------- the client's own ceiling
+def _small_ramp(engine, make_target, **kw):
+    t = make_target(engine(max_context=131072))
+    return run_sync(concurrency_probe(t, 2, items=scenario_items(t)[:2], **kw))
+
+
+def test_an_undelayed_client_is_not_client_limited_and_says_what_it_used(engine, make_target, capsys):
+    rep = _small_ramp(engine, make_target)
+    acc, thr = rep.acceptance(), rep.throughput()
+    assert acc.outcome == "passed", acc.message
+    assert rep.client_limited_levels == [], [s.client.figures() for s in rep.levels]
+    for lvl in thr.details["levels"]:
+        assert lvl["client_limited"] is False
+        assert lvl["client_cpu_percent"] >= 0 and lvl["client_loop_lag_p95_ms"] >= 0
+    assert "CLIENT-LIMITED" not in acc.message + thr.message
+    props = dict(rep.junit_properties())
+    assert props["load_client_limited_levels"] == "none"
+    assert props["load_c1_client_limited"] == props["load_c2_client_limited"] == "no"
+    err = capsys.readouterr().err
+    assert "load: level 1 of 2: concurrency 1" in err and "load: level 2 of 2 (concurrency 2) done" in err
+
+
+def test_a_client_whose_event_loop_is_delayed_is_flagged_client_limited(engine, make_target):
+    # the hook blocks the probe's loop with time.sleep: a slow client, not a CPU hog
+    rep = _small_ramp(engine, make_target, client_delay_s=0.15)
+    acc, thr = rep.acceptance(), rep.throughput()
+    assert rep.client_limited_levels == [1, 2]
+    assert all("event-loop lag" in s.client_limited for s in rep.levels)
+    assert all(s.client.lag_p95_s >= 0.1 for s in rep.levels)
+    assert "CLIENT-LIMITED at concurrency 1" in acc.message and "measure the client" in acc.message
+    assert thr.message.count("CLIENT-LIMITED") == 2 and "not the target's" in thr.message
+    assert acc.details["client_limited_levels"] == [1, 2]
+    props = dict(rep.junit_properties())
+    assert props["load_client_limited_levels"] == "1,2" and props["load_c2_client_limited"] == "yes"

@@ -52,3 +52,17 @@ def test_repeat_refuses_rerun_plugins(engine, tmp_path):
     r = _pytest(tmp_path, url, "-m", "context", "-k", "limit_known", "--conformance-repeat", "3", "--reruns", "2")
     assert r.returncode == 4, r.stdout[-2000:] + r.stderr[-2000:]
     assert "cannot run together with --reruns" in (r.stdout + r.stderr)
+
+
+def test_a_load_run_puts_the_client_limited_flag_per_level_in_junit(engine, tmp_path):
+    """What the load probe knows of its own ceiling reaches the JUnit report as properties."""
+    import xml.etree.ElementTree as ET
+
+    url = engine(max_context=200_000)  # the captured prompts fit (the context probes' 4096 would refuse them)
+    r = _pytest(tmp_path, url, "-m", "load", "-k", "concurrency_at_n", "--conformance-concurrency=2",
+                f"--junitxml={tmp_path / 'junit.xml'}")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    props = {p.get("name"): p.get("value") for p in ET.parse(tmp_path / "junit.xml").iter("property")}
+    assert props.get("load_client_limited_levels") == "none", props
+    assert props.get("load_c2_client_limited") == "no", props
+    assert "load_c2_client_loop_lag_p95_ms" in props

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from conformance.core.paths import schemas_dir
-from conformance.wire.base import check_for_pointer, schema_problems, schema_validator
+from conformance.wire.base import check_for_pointer, compiled_validator, schema_problems, schema_validator
 
 SCHEMAS = sorted(p.stem for p in schemas_dir().glob("*.json"))
 
@@ -102,3 +102,96 @@ def test_memo_never_changes_a_verdict(data):
     # warm the memo with the valid original, then judge the mutant both ways
     assert schema_problems(name, event) == schema_problems(name, event, memo=False)
     assert schema_problems(name, mutated) == schema_problems(name, mutated, memo=False)
+
+
+# ----------------------------------------------------------------------------- the compiled predicates
+def _is_valid(name, instance):
+    return schema_validator(name).is_valid(instance)
+
+
+# the schemas judged once per stream event: the fast path must exist for them
+HOT = [n for n in SCHEMAS if n.startswith("anthropic.")] + ["openai.chunk", "openai.chat_completion"]
+COMPILED = [n for n in SCHEMAS if compiled_validator(n) is not None]
+
+
+@pytest.mark.parametrize("name", HOT)
+def test_every_stream_schema_compiles_to_a_predicate(name):
+    assert compiled_validator(name) is not None, f"{name} uses a keyword the predicate compiler does not know"
+
+
+def test_predicates_agree_with_jsonschema_on_every_fixture_event():
+    assert EVENTS
+    for name, event in EVENTS:
+        assert compiled_validator(name)(event) == _is_valid(name, event), (name, event)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_predicates_agree_with_jsonschema_on_mutants(data):
+    name, event = data.draw(st.sampled_from(EVENTS))
+    path = data.draw(st.sampled_from(list(_paths(event))))
+    op = data.draw(st.sampled_from(["delete", "replace"]))
+    odd = data.draw(st.sampled_from(ODD_VALUES))
+    mutated = _mutate(event, path, op, odd)
+    assert compiled_validator(name)(mutated) == _is_valid(name, mutated)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from(["", "x", "text_delta", "tool_use", "message", "assistant", "stop", "chat.completion.chunk"]),
+    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(
+        st.sampled_from(["type", "index", "delta", "text", "message", "usage", "choices", "id", "role", "content"]),
+        kids, max_size=4),
+    max_leaves=12)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(COMPILED), _JSON)
+def test_predicates_agree_with_jsonschema_on_arbitrary_json(name, value):
+    assert compiled_validator(name)(value) == _is_valid(name, value)
+
+
+def test_predicate_is_conservative_beyond_json_types():
+    import decimal
+
+    # jsonschema checks `minimum` on any number; a type the compiler does not know answers False
+    # (the full validator decides), never a wrong True
+    event = {"type": "content_block_stop", "index": decimal.Decimal(-1)}
+    assert compiled_validator("anthropic.content_block_stop")(event) is False
+
+
+# ----------------------------------------------------------------------------- the fast JSON decoder
+def _same(a, b):
+    if isinstance(a, float) and a != a:
+        return isinstance(b, float) and b != b
+    return type(a) is type(b) and (a == b if not isinstance(a, dict | list) else json.dumps(a) == json.dumps(b))
+
+
+_JSON_TEXT = st.one_of(
+    st.text(alphabet='{}[]":,.-+eE0123456789 \\/\\nabtrufnlsNaIiy\\u00e9', max_size=24),
+    _JSON.map(json.dumps),
+    st.sampled_from(["NaN", "-Infinity", "1e400", '"\\ud800"', '{"a":1,"a":2}', "123456789012345678901234567890",
+                     "-0", "1.5e-400", "[1,]", "0123", '"\\u0001"', '"\x01"', " 1 ", "\ufeff{}", ""]),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_JSON_TEXT)
+def test_load_json_gives_what_json_loads_gives(text):
+    from conformance.wire.base import load_json
+
+    value, err = load_json(text)
+    try:
+        want, want_err = json.loads(text), None
+    except ValueError as exc:
+        want, want_err = None, str(exc)
+    assert err == want_err
+    assert _same(value, want)
+    raw = text.encode("utf-8")  # bytes, as a non-stream body arrives
+    value, err = load_json(raw)
+    try:
+        want, want_err = json.loads(raw), None
+    except ValueError as exc:
+        want, want_err = None, str(exc)
+    assert err == want_err
+    assert _same(value, want)

@@ -130,3 +130,66 @@ def test_any_chunking_gives_the_same_events_and_violations(chunks):
     events += dec.close()
     assert _shape(events) == _shape(whole[0])
     assert dec.violations == whole[1]
+
+
+# ----------------------------------------------------------------------------- the fast path
+LINES = [b"event: content_block_delta", b'data: {"type":"ping"}', b"data:x", b"data", b": comment", b"id: 3",
+         b"id: a\x00", b"retry: 10", b"retry: x", b"data: caf\xc3\xa9", b"data: \xff\xfe", b"foo: bar", b"event:",
+         b"", b"", b""]
+ENDINGS = [b"\n", b"\r\n", b"\r"]
+
+
+@st.composite
+def streams(draw):
+    uniform = draw(st.sampled_from(ENDINGS + [None]))
+    out = [b"\xef\xbb\xbf"] if draw(st.booleans()) else []
+    common = st.sampled_from([[b"event: ping", b'data: {"type":"ping"}'], [b'data: {"a":1}'], [b"data: caf\xc3\xa9"]])
+    for event in draw(st.lists(common | st.lists(st.sampled_from(LINES), max_size=4), max_size=12)):
+        for line in event + [b""]:
+            out.append(line + (uniform or draw(st.sampled_from(ENDINGS))))
+    if draw(st.booleans()):
+        out.append(b"data: tail")
+    return b"".join(out)
+
+
+def _run(chunks, *, fast: bool, named: bool, hold_from: int | None = None):
+    dec = SSEDecoder(require_event_name=named)
+    dec.fast = fast
+    if hold_from is not None:
+        dec.hold_from = hold_from
+    events = []
+    for i, c in enumerate(chunks):
+        events += dec.feed(c, float(i))
+    events += dec.close()
+    return events, dec.violations, dec.comments
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_fast_path_gives_what_the_line_by_line_path_gives(data):
+    body = data.draw(streams())
+    chunks = data.draw(chunkings(body))
+    named = data.draw(st.booleans())
+    slow = _run(chunks, fast=False, named=named)
+    assert _run(chunks, fast=True, named=named) == slow
+    assert _run(chunks, fast=True, named=named, hold_from=0) == slow  # long pending events held uncopied
+    assert _run([body], fast=True, named=named) == _run([body], fast=False, named=named)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_decoding_a_growing_buffer_again_and_again_gives_fresh_answers(data):
+    import conformance.wire.sse as sse
+
+    body = data.draw(streams())
+    other = data.draw(streams())
+    named = data.draw(st.booleans())
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(body)), max_size=8))) + [len(body)]
+    old, sse.RESUME_FROM = sse.RESUME_FROM, 0  # resume from every buffer
+    try:
+        for i, cut in enumerate(cuts):
+            if i == 3:  # another stream in between must not be taken for a continuation
+                assert sse.decode(other, require_event_name=named) == decode([other], require_event_name=named)
+            assert sse.decode(body[:cut], require_event_name=named) == decode([body[:cut]], require_event_name=named)
+    finally:
+        sse.RESUME_FROM = old

@@ -1,0 +1,45 @@
+"""`python -m conformance.locust merge REPORT_DIR`: every worker's results record into the usual reports.
+
+Prints the exchange count, the failing check ids with their counts, writes REPORT_DIR/summary.md
+(conformance.report.summary) and exits 1 when any exchange failed, 2 on bad input.
+`python -m conformance.locust locustfile` prints the locustfile's path (for `locust -f`).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["locustfile"]:
+        print(Path(__file__).with_name("locustfile.py"))
+        return 0
+    if len(args) != 2 or args[0] != "merge":
+        print("usage: python -m conformance.locust merge REPORT_DIR | locustfile", file=sys.stderr)
+        return 2
+    from conformance.core.results import read_results
+    from conformance.report.summary import write_summary
+
+    report_dir = Path(args[1])
+    results_dir = report_dir / "results"
+    files = sorted(results_dir.glob("results-*.jsonl")) if results_dir.is_dir() else []
+    if not files:
+        print(f"no results-*.jsonl under {results_dir}: run locust with --conformance-report-dir {report_dir}",
+              file=sys.stderr)
+        return 2
+    results = read_results(results_dir)
+    exchanges = Counter(r.test_id for r in results if r.outcome == "passed")
+    failed = Counter(r.check_id for r in results if r.outcome == "failed")
+    summary = write_summary(report_dir, {"source": f"locust, {len(files)} worker record(s)"})
+    print(f"merged {len(files)} worker record(s): {sum(exchanges.values())} clean exchange(s), "
+          f"{sum(failed.values())} failing check(s) in {len({r.test_id for r in results})} case(s); {summary}")
+    for cid, n in failed.most_common():
+        print(f"  {cid}: {n}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,484 @@
+"""The checks the newest client wire needs (client_wire.*), on requests built from real captures.
+
+Rules:
+- Every request starts from a captured request of a real client (the run's corpus first, then
+  the bundled captured/, newest release first), found by the shape it carries (a
+  `defer_loading` tool, `thinking.display`, an empty `{"role":"system"}` entry, a tool result):
+  a corpus of another release still gets these tests. A derived request changes only what its
+  test says, through `prepared_body` (the served model, salt) first.
+- A refusal of a shape the client sends fails that shape's own id and nothing else; an accepted
+  answer is then judged as every exchange is.
+- A forced tool choice goes with thinking off (the Messages API refuses both at once), as the
+  loop driver forces (`conformance.loop.conversation`).
+- `prefix_reuse` tests are opt-in (-m prefix_reuse): they send the pair of requests salted with
+  this run's token so no earlier test warmed the cache, and read `usage.cache_read_input_tokens`.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+
+import pytest
+
+from conformance.capture.format import Capture, Exchange, load_captures
+from conformance.checks import client_wire as rules
+from conformance.layers.hop import find_forwarded, log_total, received_log
+from conformance.loop.conversation import conversation
+from conformance.suite import cases
+from conformance.suite.cases import prepared_body, require_api
+from conformance.wire.dialect import dialect
+
+_POOL = pytest.StashKey[list]()
+# 1x1 transparent PNG: the smallest image a tool (a screenshot, Read of a .png) can return.
+PNG_1X1 = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==")
+PARALLEL_PROMPT = ("Read the files left.txt and right.txt (both at once), then write a file named both.txt "
+                   "with the content of left.txt on the first line and the content of right.txt on the "
+                   "second line. [task:parallel-reads]")
+BILLING = "x-anthropic-billing-header:"
+
+
+def _version_key(cap: Capture) -> tuple:
+    return tuple(int(p) if p.isdigit() else 0 for p in re.split(r"[.\-]", cap.client_version or "0"))
+
+
+def _pool(config) -> list[Capture]:
+    """The run's corpus, then the bundled one, newest release of each client first."""
+    pool = config.stash.get(_POOL, None)
+    if pool is None:
+        caps, _ = cases.all_cases(config)
+        from conformance.core.paths import captured_dir
+
+        seen = {c.id for c in caps}
+        bundled = [c for c in load_captures(captured_dir()) if c.id not in seen and c.main_exchanges()]
+        pool = sorted(caps, key=_version_key, reverse=True) + sorted(bundled, key=_version_key, reverse=True)
+        config.stash[_POOL] = pool
+    return pool
+
+
+def _find(ctx, what: str, pred, prefer=None) -> tuple[Capture, Exchange]:
+    """The first captured request (pool order) whose body satisfies `pred`; with `prefer`, the one
+    of the newest release that `prefer(capture, exchange)` ranks highest."""
+    found = [(cap, ex) for cap in _pool(ctx.item.config) for ex in cap.main_exchanges()
+             if isinstance(ex.request.body, dict) and pred(ex.request.body)]
+    if not found:
+        cases.fail_no_captures(ctx, cases.NoCaptures(f"no captured request carries {what}"))
+    cap, ex = found[0]
+    if prefer is not None:
+        cap, ex = max(found, key=lambda f: (_version_key(f[0]), prefer(*f)))
+    ctx.for_capture(cap)
+    ctx.api = ex.request.api
+    require_api(ctx, ctx.api)
+    return cap, ex
+
+
+# The new shapes each test owns; every other test sends the captured request without them, so a
+# stack that refuses one shape fails that shape's id alone.
+SHAPES = ("display", "system_entries", "max_tokens")
+ISOLATED_MAX_TOKENS = 4096  # fits beside any captured prompt in a 32k context
+
+
+def _body(ctx, ex: Exchange, *keep: str) -> dict:
+    body, _ = prepared_body(ctx, ex)
+    body = copy.deepcopy(body)
+    if "display" not in keep and isinstance(body.get("thinking"), dict):
+        body["thinking"].pop("display", None)
+    if "system_entries" not in keep and isinstance(body.get("messages"), list):
+        msgs = body["messages"]
+        # mid-conversation entries only: a chat wire's leading system message is its system prompt
+        body["messages"] = [m for i, m in enumerate(msgs)
+                            if not (i > 0 and isinstance(m, dict) and m.get("role") == "system")]
+    if "max_tokens" not in keep and isinstance(body.get("max_tokens"), int):
+        body["max_tokens"] = min(body["max_tokens"], ISOLATED_MAX_TOKENS)
+    return body
+
+
+def _send(ctx, ex: Exchange, body: dict, note: str):
+    return ctx.send(ex.request.api, ex.request.path, body, captured_headers=ex.request.headers,
+                    query=ex.request.query, note=note)
+
+
+def _decide(ctx, outcome, sent=None, judge: bool = True):
+    ctx.outcome(outcome.check_id, outcome.outcome, violations=outcome.violations, message=outcome.note)
+    if judge and sent is not None and sent.raw.ok:
+        return ctx.judge(sent, expect_model=ctx.settings.served_model(sent.request.get("model")))
+    return None
+
+
+def _calls(ctx, verdict) -> list:
+    return dialect(ctx.api).tool_calls(verdict.message) if verdict is not None and verdict.message else []
+
+
+# ---- shapes the client sends, accepted ------------------------------------------------------
+
+
+def _has_display(body) -> bool:
+    return isinstance(body.get("thinking"), dict) and "display" in body["thinking"]
+
+
+def _empty_system_entry(body) -> bool:
+    return any(isinstance(m, dict) and m.get("role") == "system" and m.get("content") == []
+               for m in body.get("messages") or [])
+
+
+def test_thinking_display_accepted(conformance_ctx):
+    ctx = conformance_ctx
+    _, ex = _find(ctx, "thinking.display", _has_display)
+    body = _body(ctx, ex, "display")
+    sent = _send(ctx, ex, body, f"as captured: thinking {body['thinking']}")
+    _decide(ctx, rules.accepted(rules.THINKING_DISPLAY_ACCEPTED, sent.raw, f"thinking {body['thinking']}"), sent)
+    ctx.finish("thinking.display accepted")
+
+
+def test_empty_system_entry_accepted(conformance_ctx):
+    ctx = conformance_ctx
+    _, ex = _find(ctx, "a {role: system} entry with content []", _empty_system_entry)
+    body = _body(ctx, ex, "system_entries")
+    sent = _send(ctx, ex, body, "as captured: a {role: system, content: []} entry")
+    _decide(ctx, rules.accepted(rules.EMPTY_SYSTEM_ENTRY_ACCEPTED, sent.raw, "a {role: system} entry with content []"),
+            sent)
+    ctx.finish("empty system entry accepted")
+
+
+def _last_tool_result(body) -> tuple[dict, dict] | None:
+    """(the assistant message with the tool_use, the tool_result block answering it) of the last turn."""
+    msgs = body.get("messages") or []
+    for i in range(len(msgs) - 1, 0, -1):
+        m = msgs[i]
+        if m.get("role") == "user" and isinstance(m.get("content"), list):
+            for b in m["content"]:
+                if isinstance(b, dict) and b.get("type") == "tool_result":
+                    prev = next((p for p in reversed(msgs[:i]) if p.get("role") == "assistant"), None)
+                    if prev is not None and isinstance(prev.get("content"), list):
+                        return prev, b
+    return None
+
+
+def test_tool_result_image_accepted(conformance_ctx):
+    ctx = conformance_ctx
+    _, ex = _find(ctx, "a tool_result block", lambda b: _last_tool_result(b) is not None)
+    body = _body(ctx, ex)
+    _, result = _last_tool_result(body)
+    text = result.get("content")
+    parts = text if isinstance(text, list) else [{"type": "text", "text": text if isinstance(text, str) else ""}]
+    result["content"] = [*parts, {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                                              "data": PNG_1X1}}]
+    sent = _send(ctx, ex, body, "the captured tool result with a PNG image block added")
+    _decide(ctx, rules.accepted(rules.TOOL_RESULT_IMAGE, sent.raw, "an image inside a tool_result"), sent)
+    ctx.finish("image inside a tool_result accepted")
+
+
+def test_history_blocks_accepted(conformance_ctx):
+    ctx = conformance_ctx
+    _, ex = _find(ctx, "a tool_result block", lambda b: _last_tool_result(b) is not None)
+    body = _body(ctx, ex)
+    assistant, _ = _last_tool_result(body)
+    # What a conversation that used the API's server tools replays: an encrypted thinking block, a
+    # server tool call and its result, before the client's own tool call.
+    assistant["content"][:0] = [
+        {"type": "redacted_thinking", "data": "RXF1aXZhbGVudCBvZiBhbiBlbmNyeXB0ZWQgdGhpbmtpbmcgYmxvY2s="},
+        {"type": "server_tool_use", "id": "srvtoolu_01conformance0000000001", "name": "web_search",
+         "input": {"query": "tidy code"}},
+        {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_01conformance0000000001",
+         "content": [{"type": "web_search_result", "url": "https://example.com/", "title": "Example",
+                      "encrypted_content": "ZXhhbXBsZQ==", "page_age": None}]},
+    ]
+    sent = _send(ctx, ex, body, "the captured tool loop with redacted_thinking, server_tool_use and "
+                                "web_search_tool_result replayed in history")
+    _decide(ctx, rules.accepted(rules.HISTORY_BLOCKS, sent.raw, "redacted_thinking / server tool blocks in history"),
+            sent)
+    ctx.finish("history blocks accepted")
+
+
+# ---- deferred tools -------------------------------------------------------------------------
+
+
+def _deferred_names(body) -> set[str]:
+    return {t["name"] for t in body.get("tools") or [] if isinstance(t, dict) and t.get("defer_loading") is True}
+
+
+def _without_thinking(body: dict) -> None:
+    body.pop("thinking", None)
+    body.pop("context_management", None)
+    body["stream"] = False
+
+
+def test_deferred_tool_not_callable(conformance_ctx):
+    ctx = conformance_ctx
+    _, ex = _find(ctx, "a defer_loading tool", lambda b: bool(_deferred_names(b)))
+    body = _body(ctx, ex)
+    deferred = _deferred_names(body)
+    # The deferred tools first, then the tools loaded from the start: a model forced to call "any
+    # tool" may pick only a loaded one. (Tools whose schema a decoder may not compile stay out.)
+    loaded = [t for t in body["tools"] if t.get("name") not in deferred and "input_schema" in t][:1]
+    body["tools"] = [t for t in body["tools"] if t.get("name") in deferred] + loaded
+    conversation(ctx.api).force_tool_call(body)
+    _without_thinking(body)
+    since = log_total(ctx.settings.engine_url) if ctx.settings.engine_url else None
+    sent = _send(ctx, ex, body, f"forced to call any tool; deferred: {', '.join(sorted(deferred))}")
+    if ctx.settings.engine_url:
+        # Through a router: what the engine was offered tells it, whatever the model then called.
+        log = received_log(ctx.settings.engine_url)
+        forwarded = find_forwarded(log["requests"], body, since) if log else None
+        leaked = rules.forwarded_deferred((forwarded or {}).get("body"), deferred)
+        if leaked is not None:
+            _decide(ctx, leaked, judge=False)
+    if not sent.raw.ok:
+        _decide(ctx, rules.accepted(rules.DEFERRED_NOT_CALLABLE, sent.raw, "defer_loading tools"))
+    else:
+        verdict = ctx.judge(sent, expect_model=ctx.settings.served_model(body.get("model")))
+        _decide(ctx, rules.deferred_not_called(_calls(ctx, verdict), deferred), judge=False)
+    ctx.finish("deferred tools are not callable")
+
+
+def test_tool_reference_expanded(conformance_ctx):
+    ctx = conformance_ctx
+    _, ex = _find(ctx, "a defer_loading tool and a tool result",
+                  lambda b: bool(_deferred_names(b)) and _last_tool_result(b) is not None)
+    body = _body(ctx, ex)
+    tool = sorted(_deferred_names(body))[0]
+    assistant, result = _last_tool_result(body)
+    search = next((t["name"] for t in body["tools"] if "search" in t.get("name", "").lower()), None)
+    call = next(b for b in assistant["content"] if b.get("type") == "tool_use" and b.get("id") == result["tool_use_id"])
+    # The client's tool search answered: the call becomes a search, its result the tool's reference.
+    assistant["content"] = [call]
+    if search:
+        call["name"], call["input"] = search, {"query": f"select:{tool}"}
+    result["content"] = [{"type": "tool_reference", "tool_name": tool}]
+    body["tool_choice"] = {"type": "tool", "name": tool}
+    _without_thinking(body)
+    sent = _send(ctx, ex, body, f"a tool_result holding a tool_reference to {tool}, then forced to call it")
+    verdict = ctx.judge(sent, expect_model=ctx.settings.served_model(body.get("model"))) if sent.raw.ok else None
+    _decide(ctx, rules.reference_expanded(sent.raw, _calls(ctx, verdict), tool), judge=False)
+    ctx.finish("tool_reference expanded or refused")
+
+
+# ---- limits, wording, parallel calls, schemas -----------------------------------------------
+
+
+def test_max_tokens_over_context(conformance_ctx):
+    ctx = conformance_ctx
+    _, ex = _find(ctx, "a max_tokens of 100000 or more",
+                  lambda b: isinstance(b.get("max_tokens"), int) and b["max_tokens"] >= 100000,
+                  prefer=lambda cap, e: len(e.request.body_bytes()))  # the longest prompt leaves the least room
+    body = _body(ctx, ex, "max_tokens")
+    sent = _send(ctx, ex, body, f"as captured: max_tokens {body['max_tokens']}")
+    _decide(ctx, rules.max_tokens_outcome(sent.raw, body["max_tokens"]), sent)
+    ctx.finish("max_tokens over the context")
+
+
+def test_fallback_wording(conformance_ctx):
+    ctx = conformance_ctx
+    _, ex = _find(ctx, "a {role: system} entry inside messages",
+                  lambda b: any(isinstance(m, dict) and m.get("role") == "system" and m.get("content")
+                                for m in b.get("messages") or []))
+    body = _body(ctx, ex, "system_entries")
+    sent = _send(ctx, ex, body, "as captured: a {role: system} entry inside messages")
+    _decide(ctx, rules.fallback_outcome(sent.raw), sent)
+    ctx.finish("refusal wording lets the client fall back")
+
+
+def _with_prompt(body: dict, prompt: str) -> bool:
+    """Keep the messages up to the first user message and make its last text the prompt."""
+    msgs = body.get("messages") or []
+    for i, m in enumerate(msgs):
+        if isinstance(m, dict) and m.get("role") == "user":
+            content = m.get("content")
+            if isinstance(content, str):
+                m["content"] = prompt
+            elif isinstance(content, list):
+                texts = [b for b in content if isinstance(b, dict) and b.get("type") == "text"]
+                if not texts:
+                    return False
+                texts[-1]["text"] = prompt
+            else:
+                return False
+            body["messages"] = msgs[:i + 1]
+            return True
+    return False
+
+
+def _read_tool(body) -> bool:
+    return any(name.lower() in ("read", "read_file", "view") for name in dialect_names(body))
+
+
+def dialect_names(body) -> list[str]:
+    out = []
+    for t in body.get("tools") or []:
+        if isinstance(t, dict):
+            name = t.get("name") or (t.get("function") or {}).get("name")
+            if isinstance(name, str):
+                out.append(name)
+    return out
+
+
+def test_parallel_calls_survive(conformance_ctx):
+    ctx = conformance_ctx
+    _, ex = _find(ctx, "a request offering a read tool", _read_tool)
+    body = _body(ctx, ex)
+    _with_prompt(body, PARALLEL_PROMPT)
+    sent = _send(ctx, ex, body, "the captured first request asking for two reads at once (scenario parallel-reads)")
+    if not sent.raw.ok:
+        _decide(ctx, rules.accepted(rules.PARALLEL_CALLS, sent.raw, "a request asking for two tool calls"))
+    else:
+        verdict = ctx.judge(sent, expect_model=ctx.settings.served_model(body.get("model")))
+        _decide(ctx, rules.parallel_outcome(_calls(ctx, verdict), 2), judge=False)
+    ctx.finish("parallel tool calls all survive")
+
+
+def _schema_clients(config) -> list[tuple[str, Capture, Exchange]]:
+    """Per client, the captured request of its newest release that offers the most tools."""
+    best: dict[str, tuple[tuple, int, Capture, Exchange]] = {}
+    for cap in _pool(config):
+        for e in cap.main_exchanges():
+            n = len(dialect_names(e.request.body)) if isinstance(e.request.body, dict) else 0
+            key = (_version_key(cap), n)
+            if n and (cap.client not in best or key > best[cap.client][:2]):
+                best[cap.client] = (*key, cap, e)
+    return [(client, cap, ex) for client, (_, _, cap, ex) in sorted(best.items())]
+
+
+def pytest_generate_tests(metafunc):
+    if "schema_source" in metafunc.fixturenames:
+        sources = _schema_clients(metafunc.config)
+        if not sources:
+            metafunc.parametrize("schema_source", [cases.NoCaptures("no captured request with tools")],
+                                 ids=["no-captures"])
+        else:
+            metafunc.parametrize("schema_source", sources, ids=[s[0] for s in sources])
+
+
+def test_forced_tool_schemas(schema_source, conformance_ctx):
+    ctx = conformance_ctx
+    if isinstance(schema_source, cases.NoCaptures):
+        cases.fail_no_captures(ctx, schema_source)
+    _, cap, ex = schema_source
+    ctx.for_capture(cap)
+    ctx.api = ex.request.api
+    require_api(ctx, ctx.api)
+    base = _body(ctx, ex)
+    for k, tool in enumerate(base["tools"]):
+        name = dialect_names({"tools": [tool]})
+        if not name or tool.get("defer_loading") is True:
+            continue  # a deferred tool cannot be forced before it is loaded
+        body = copy.deepcopy(base)
+        body["tools"] = [copy.deepcopy(tool)]  # forcing "any tool" with one tool forces that one
+        body.pop("stream_options", None)
+        conversation(ctx.api).force_tool_call(body)
+        _without_thinking(body)
+        sent = _send(ctx, ex, body, f"forced to call {name[0]} (tool {k + 1} of {len(base['tools'])})")
+        verdict = ctx.judge(sent, expect_model=ctx.settings.served_model(body.get("model"))) if sent.raw.ok else None
+        # A namespace (Responses) is forced by calling any tool inside it.
+        inner = frozenset(t.name for t in dialect(ctx.api).offered_tool_specs({"tools": [tool]}) if t.kind != "hosted")
+        _decide(ctx, rules.forced_outcome(sent.raw, _calls(ctx, verdict), name[0], inner), judge=False)
+    ctx.finish(f"{cap.client}: every tool schema forced")
+
+
+# ---- prefix reuse (opt-in) ------------------------------------------------------------------
+
+
+def _salted_system(body: dict, token: str) -> None:
+    """Put this run's token at the start of the first system text after the billing header, in
+    every request of a pair alike: the pair shares it, earlier tests never saw it."""
+    system = body.get("system")
+    if isinstance(system, str):
+        body["system"] = f"[run {token}] " + system
+        return
+    for b in system or []:
+        if isinstance(b, dict) and isinstance(b.get("text"), str) and not b["text"].startswith(BILLING):
+            b["text"] = f"[run {token}] " + b["text"]
+            return
+
+
+def _cache_read(sent, api) -> tuple[int | None, int | None]:
+    """(usage.cache_read_input_tokens, every prompt token) of an answer."""
+    from conformance.checks.exchange import check_exchange
+
+    verdict = check_exchange(sent.raw, sent.request, api=api)
+    usage = dialect(api).usage(verdict.message) if verdict.message else None
+    if not isinstance(usage, dict):
+        return None, None
+    read = usage.get("cache_read_input_tokens")
+    return (read if isinstance(read, int) else None), dialect(api).prompt_tokens(usage)
+
+
+def _pair(ctx, first: tuple[Capture, Exchange], second: tuple[Capture, Exchange], what: str, check_id: str,
+          same_system: bool = False):
+    """Send both (salted alike); judge the second's cache reads. `same_system`: the second gets the
+    first's system text after its own billing header (one project, two conversations)."""
+    token = ctx.settings.run_token or "prefix-reuse"
+    sents = []
+    shared_system = None
+    for n, (_, ex) in enumerate((first, second), 1):
+        body = _body(ctx, ex)
+        _salted_system(body, token)
+        if same_system and shared_system is not None and isinstance(body.get("system"), list):
+            own = [b for b in body["system"] if isinstance(b, dict) and str(b.get("text", "")).startswith(BILLING)]
+            body["system"] = own + copy.deepcopy(shared_system)  # already salted
+        elif same_system and isinstance(body.get("system"), list):
+            shared_system = copy.deepcopy([b for b in body["system"]
+                                           if not (isinstance(b, dict) and str(b.get("text", "")).startswith(BILLING))])
+        body["stream"] = False
+        sents.append(_send(ctx, ex, body, f"{what}: request {n} of 2"))
+    if not all(s.raw.ok for s in sents):
+        bad = next(s for s in sents if not s.raw.ok)
+        ctx.judge(bad)
+        return
+    read, prompt = _cache_read(sents[1], ctx.api)
+    shared = prompt or 0
+    outcome = rules.reuse_outcome(check_id, read, shared, what, "usage.cache_read_input_tokens")
+    reprefilled = None if read is None or prompt is None else prompt - read
+    ctx.outcome(outcome.check_id, outcome.outcome, violations=outcome.violations, message=outcome.note,
+                details={"signal": "usage.cache_read_input_tokens", "cache_read_input_tokens": read,
+                         "prompt_tokens": prompt, "reprefilled_tokens": reprefilled})
+
+
+def _billing_suffix(body) -> str | None:
+    for b in body.get("system") or []:
+        if isinstance(b, dict) and isinstance(b.get("text"), str) and b["text"].startswith(BILLING):
+            return b["text"]
+    return None
+
+
+@pytest.mark.prefix_reuse
+def test_prefix_reuse_across_turns(conformance_ctx):
+    ctx = conformance_ctx
+    cap, _ = _find(ctx, "a conversation of two or more turns with a billing header",
+                   lambda b: _billing_suffix(b) is not None and _last_tool_result(b) is not None)
+    turns = cap.main_exchanges()[:2]
+    _pair(ctx, (cap, turns[0]), (cap, turns[1]), f"{cap.id} turn 1 -> turn 2", rules.PREFIX_REUSE_TURNS)
+    ctx.finish("prefix reuse across turns")
+
+
+def _conversation_pair(config):
+    """Two first requests of one client release with the same tools and different billing headers
+    (the newest release that has such a pair). Their system text differs only where the captures'
+    project folders do; the test gives the second the first's, as two conversations in one project."""
+    groups: dict[tuple, list[tuple[Capture, Exchange]]] = {}
+    for cap in _pool(config):
+        mains = cap.main_exchanges()
+        body = mains[0].request.body if mains else None
+        if not isinstance(body, dict) or _billing_suffix(body) is None:
+            continue
+        group = groups.setdefault((cap.client, cap.client_version, tuple(dialect_names(body))), [])
+        if all(_billing_suffix(ex.request.body) != _billing_suffix(body) for _, ex in group):
+            group.append((cap, mains[0]))
+            if len(group) == 2:
+                return group
+    return None
+
+
+@pytest.mark.prefix_reuse
+def test_prefix_reuse_across_conversations(conformance_ctx):
+    ctx = conformance_ctx
+    pair = _conversation_pair(ctx.item.config)
+    if pair is None:
+        cases.fail_no_captures(ctx, cases.NoCaptures("no two captured conversations of one client release that "
+                                                     "share tools and system text with different billing headers"))
+    (first, a), (second, b) = pair
+    ctx.for_capture(first)
+    ctx.api = a.request.api
+    require_api(ctx, ctx.api)
+    _pair(ctx, (first, a), (second, b), f"{first.id} -> {second.id} (billing headers differ)",
+          rules.PREFIX_REUSE_CONVERSATIONS, same_system=True)
+    ctx.finish("prefix reuse across conversations")
