@@ -23,8 +23,8 @@ Rules (the sandbox, `conformance.loop.sandbox`, dispatches the calls; this modul
 - Results are shaped as Codex 0.171.0 shapes them (measured against a scripted loopback server,
   docs/loop.md): exec_command `Chunk ID: 6 hex / Wall time: S.SSSS seconds / Process exited with
   code N / Original token count: T / Output:` then the output; apply_patch `Exit code: 0 / Wall
-  time: 0 seconds / Output:` then `Success. Updated the following files:` and one `A|M|D path`
-  line per file; a patch that cannot be applied answers `apply_patch verification failed: WHY`.
+  time: S seconds / Output:` (S with one decimal, none when whole) then `Success. Updated the
+  following files:` and one `A|M|D path` line per file; a patch that cannot be applied answers `apply_patch verification failed: WHY`.
   The model reads a refusal as the tool output; nothing is raised.
 """
 
@@ -307,10 +307,12 @@ def exec_output(output: str, code: int, wall_s: float, chunk_id: str | None = No
             f"Original token count: {_token_count(output)}\nOutput:\n{output}")
 
 
-def patch_output(summary: list[str]) -> str:
-    """The custom_tool_call_output text Codex 0.171.0 sends for a patch that applied."""
+def patch_output(summary: list[str], wall_s: float = 0.0) -> str:
+    """The custom_tool_call_output text Codex 0.171.0 sends for a patch that applied; its wall time
+    has one decimal and none when whole (measured: `0 seconds`, `0.1 seconds`)."""
     files = "".join(line + "\n" for line in summary)
-    return f"Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\n{files}"
+    wall = f"{round(wall_s, 1):g}"
+    return f"Exit code: 0\nWall time: {wall} seconds\nOutput:\nSuccess. Updated the following files:\n{files}"
 
 
 def patch_failure(why: str) -> str:

@@ -69,6 +69,10 @@ class Conversation:
         """Put a stored session's history before the new prompt (in place)."""
         raise ValueError(f"{type(self).__name__} does not resume sessions by resending their history")
 
+    def mcp_namespace(self, server: str) -> str | None:
+        """The namespace tool an attached MCP server's tools sit in (None: the client has none)."""
+        return None
+
     def attach_mcp_server(self, body: dict, server: str) -> None:
         """Offer an attached MCP server's tools as the client does (in place)."""
         raise ValueError(f"{type(self).__name__} offers no MCP server tools in a namespace; a scenario with "
@@ -308,12 +312,17 @@ class CodexConversation(Conversation):
     def force_tool_call(self, body: dict) -> None:
         body["tool_choice"] = "required"
 
+    def mcp_namespace(self, server: str) -> str | None:
+        return f"mcp__{server}" if server in self.mcp_servers else None
+
     def attach_mcp_server(self, body: dict, server: str) -> None:
         """Codex 0.171.0 offers an MCP server's tools as one `namespace` tool `mcp__<server>`, after
         its own namespaces and before the goal and hosted tools (measured with a stdio server)."""
         if server not in self.mcp_servers:
             super().attach_mcp_server(body, server)
         tools = body.setdefault("tools", [])
+        if any(isinstance(t, dict) and t.get("name") == self.mcp_namespace(server) for t in tools):
+            return  # the captured request has it already
         at = max((k + 1 for k, t in enumerate(tools) if isinstance(t, dict) and t.get("type") == "namespace"),
                  default=None)
         if at is None:

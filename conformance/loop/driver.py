@@ -111,12 +111,19 @@ def _first_loop_request(cap: Capture, api: str) -> CapturedRequest | None:
     return None
 
 
-def find_template(api: str, root: Path | str | None = None, *, fallback: bool = True) -> Template:
+def _offers_namespace(body: dict, namespace: str) -> bool:
+    return any(isinstance(t, dict) and t.get("type") == "namespace" and t.get("name") == namespace
+               for t in body.get("tools") or [])
+
+
+def find_template(api: str, root: Path | str | None = None, *, fallback: bool = True,
+                  namespace: str | None = None) -> Template:
     """The real client's first tool-bearing request for `api` from the capture corpus.
 
     Preference: the client that speaks this dialect (Claude Code / opencode / Codex); a request
-    offering the client's loop tools (`LOOP_TOOLS`: Codex's freeform apply_patch); case `default`,
-    then a `*tool-loop*` case; the newest client version. Falls back to the bundled recording when the corpus has none."""
+    offering the client's loop tools (`LOOP_TOOLS`: Codex's freeform apply_patch); then, with
+    `namespace`, one offering that namespace tool (an attached MCP server's); case `default`, then
+    a `*tool-loop*` case; the newest client version. Falls back to the bundled recording when the corpus has none."""
     if api not in CLIENT_FOR_API:
         raise ValueError(f"api must be one of {sorted(CLIENT_FOR_API)}, got {api!r}")
     client = CLIENT_FOR_API[api]
@@ -137,7 +144,8 @@ def find_template(api: str, root: Path | str | None = None, *, fallback: bool = 
             if req is not None:
                 offered = set(offered_tool_names(api, req.body))
                 complete = all(t in offered for t in LOOP_TOOLS.get(client, ()))
-                rank = (complete, cap.case == "default", "tool-loop" in cap.case, _version_key(cap.client_version),
+                has_namespace = namespace is not None and _offers_namespace(req.body, namespace)
+                rank = (complete, has_namespace, cap.case == "default", "tool-loop" in cap.case, _version_key(cap.client_version),
                         str(f))
                 candidates.append((rank, req, cap, f))
     if candidates:
@@ -438,7 +446,9 @@ class LoopDriver:
         self.api_key = api_key or "sk-conformance"
         self.deadlines = deadlines or Deadlines(connect=10, first_content=60, total=180)
         self.captured_root = captured_root
+        self.template_given = template is not None
         self.template = template or find_template(api, captured_root)
+        self._in_use = self.template  # the template of the run under way (a scenario may need another)
         self.workdir = Path(workdir) if workdir else None
         self.keep_sandbox = keep_sandbox
         # sender(captured_request, body_bytes) -> RawExchange; default: the transport with deadlines.
@@ -463,7 +473,7 @@ class LoopDriver:
 
     # ----- mechanics
     def _cache_control(self) -> dict:
-        body = self.template.request.body
+        body = self._in_use.request.body
         if not self.conversation.moves_cache_breakpoint:
             return {}
         holder, key = _prompt_slot(body, self.api)
@@ -488,7 +498,7 @@ class LoopDriver:
         from conformance.net.client import serialize
         from conformance.net.target import Target
 
-        req = self.template.request
+        req = self._in_use.request
         if self.sender is not None:
             return self.sender(req, serialize(body))
         # One client per turn (each turn runs on its own event loop) on the process's one TLS context.
@@ -500,21 +510,29 @@ class LoopDriver:
 
         rng_seed = rng_seed if rng_seed is not None else secrets.randbits(32)
         values = scenario.draw(random.Random(rng_seed))
+        template = self.template
+        namespace = self.conversation.mcp_namespace(scenario.mcp_server) if scenario.mcp_server else None
+        if namespace and not self.template_given and not _offers_namespace(template.request.body, namespace):
+            # the client's own capture with the server attached, when the corpus has one
+            found = find_template(self.api, self.captured_root, namespace=namespace)
+            if _offers_namespace(found.request.body, namespace):
+                template = found
+        self._in_use = template
         root = Path(tempfile.mkdtemp(prefix=f"loop-{scenario.id}-", dir=self.workdir))
         sandbox = Sandbox(root, self.client)
         sandbox.seed(scenario.seed_files(values))
         limit = max_turns or scenario.max_turns
-        report = LoopReport(scenario.id, self.api, self.client, self.target, self.template.source, rng_seed,
+        report = LoopReport(scenario.id, self.api, self.client, self.target, template.source, rng_seed,
                             values, str(sandbox.root))
         start = time.monotonic()
         try:
-            body = build_first_request(self.template, scenario.prompt, sandbox.root, self.model)
+            body = build_first_request(template, scenario.prompt, sandbox.root, self.model)
             if self.salt_token:
                 from conformance.net.client import salted
 
                 body = salted(body, self.api, self.salt_token)
             if scenario.mcp_server:
-                self.conversation.attach_mcp_server(body, scenario.mcp_server)
+                self.conversation.attach_mcp_server(body, scenario.mcp_server)  # unless the capture has it
             if scenario.resume:
                 history, source = find_stored_history(self.api, self.captured_root)
                 self.conversation.resume(body, history)

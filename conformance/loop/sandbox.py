@@ -9,7 +9,7 @@ Rules:
   is caught at use time, including for writes through a symlinked parent directory.
 - Bash is not a shell. The command is split with `shlex` (POSIX rules, punctuation recognised),
   and only a documented allowlist of commands is run, each by its own small implementation in
-  this file: `ls`, `cat`, `echo`, `printf` (no format directives), `mkdir`, `touch`, `wc`,
+  this file: `ls`, `cat`, `echo`, `printf` (`%s` only), `mkdir`, `touch`, `wc`,
   `head`, `tail`, `pwd`, `true`; `>` and `>>` redirect output to a sandbox file; `&&` chains
   commands. Anything else — another program, `;`, `|`, `||`, `&`, `<`, `$`, backticks,
   sub-shells — answers with a tool error. Model output is never handed to a real shell or
@@ -427,11 +427,12 @@ class Sandbox:
             return ToolOutcome(codex_tools.patch_failure(
                 "the patch text is missing; send the patch as the tool's raw input, from "
                 "'*** Begin Patch' to '*** End Patch'"), True)
+        start = time.monotonic()
         try:
             summary = codex_tools.apply_patch_text(self.root, text)
         except (codex_tools.PatchError, OSError, UnicodeError) as exc:
             return ToolOutcome(codex_tools.patch_failure(str(exc)), True)
-        return ToolOutcome(codex_tools.patch_output(summary))
+        return ToolOutcome(codex_tools.patch_output(summary, time.monotonic() - start))
 
     def codex_mcp_read_file(self, args: dict) -> ToolOutcome:
         """`read_file{path}` of the scenarios' `files` MCP server, as Codex returns an MCP result:
@@ -505,11 +506,8 @@ class Sandbox:
             return " ".join(words) + ("\n" if newline else ""), "", 0
         if name == "printf":
             if not rest:
-                raise SandboxError("usage: printf FORMAT")
-            fmt = rest[0]
-            if "%" in fmt.replace("%%", ""):
-                raise SandboxError("format directives are not supported in the sandbox")
-            return fmt.replace("%%", "%").replace("\\n", "\n").replace("\\t", "\t"), "", 0
+                raise SandboxError("usage: printf FORMAT [ARGUMENT...]")
+            return _printf(rest[0], rest[1:]), "", 0
         if name == "cat":
             return "".join(read(a) for a in operands), "", 0
         if name == "ls":
@@ -584,6 +582,46 @@ def _int(s: str) -> int:
         raise SandboxError(f"invalid number {s!r}") from None
 
 
+def _newline_outside_quotes(command: str) -> bool:
+    """A newline a shell would read as a command separator (not inside '...' or "...")."""
+    quote = None
+    escaped = False
+    for ch in command:
+        if escaped:
+            escaped = False
+        elif ch == "\\" and quote != "'":
+            escaped = True
+        elif quote is None and ch in "'\"":
+            quote = ch
+        elif ch == quote:
+            quote = None
+        elif ch == "\n" and quote is None:
+            return True
+    return False
+
+
+def _printf(fmt: str, args: list[str]) -> str:
+    """printf with `%s` (and `%%`) only, reused for the remaining arguments as printf does; the
+    escapes \\n, \\t and \\\\ in the format. Any other directive is refused."""
+    pieces = re.split(r"(%%|%s)", fmt)
+    if any(p.startswith("%") and p not in ("%%", "%s") for p in pieces) or any(
+            "%" in p for p in pieces if p not in ("%%", "%s")):
+        raise SandboxError("only the %s directive is supported in the sandbox")
+    slots = sum(p == "%s" for p in pieces)
+
+    def once(values: list[str]) -> str:
+        out, it = [], iter(values)
+        for p in pieces:
+            out.append("%" if p == "%%" else next(it, "") if p == "%s" else
+                       p.replace("\\\\", "\0").replace("\\n", "\n").replace("\\t", "\t").replace("\0", "\\"))
+        return "".join(out)
+
+    if not slots:
+        return once([])
+    chunks = [args[i:i + slots] for i in range(0, max(len(args), 1), slots)]
+    return "".join(once(c) for c in chunks)
+
+
 def _parse(command: str) -> list[tuple[list[str], tuple[str, str] | None]]:
     """Split a command line into `&&`-chained simple commands with at most one output redirect.
     Refuses every construct a real shell would give meaning to beyond that."""
@@ -591,8 +629,8 @@ def _parse(command: str) -> list[tuple[list[str], tuple[str, str] | None]]:
         raise SandboxError("empty command")
     if "`" in command or "$" in command:
         raise SandboxError("command substitution and variables ($, `) are not allowed")
-    if "\n" in command.strip():
-        raise SandboxError("multi-line commands are not allowed")
+    if _newline_outside_quotes(command.strip()):
+        raise SandboxError("multi-line commands are not allowed (a newline is allowed only inside quotes)")
     lex = shlex.shlex(command, posix=True, punctuation_chars=";&|<>()")
     lex.whitespace_split = True
     lex.commenters = ""

@@ -19,7 +19,9 @@ Rules:
   stack is not started once it is spent (reported as not run) and each suite run is cut to what
   is left, so a slow machine cannot push CI past its limit.
 - At the end `reports/peers/matrix.md` is built from the results records (conformance.peers.matrix)
-  and `reports/peers/run.json` records per-stack exit codes and times.
+  and `reports/peers/run.json` records per-stack exit codes and times; each stack's time is also
+  appended to `<PEERS_DIR>/logs/timings.txt` (`stack NAME SECONDS EXIT`), which `.ci/peers/run-all`
+  copies to `reports/peers/timings.txt`.
 """
 
 from __future__ import annotations
@@ -332,6 +334,13 @@ def main(argv: list[str] | None = None) -> int:
                     engines.servers.pop(kind).stop()
     summary = {"seconds": round(time.monotonic() - t0, 1), "versions": versions, "stacks": records}
     (reports / "run.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    # each stack's wall time beside the install steps' (`.ci/peers/run-all` copies the file to
+    # reports/peers/timings.txt): `stack NAME SECONDS EXIT`
+    timings = components.peers_dir() / "logs" / "timings.txt"
+    timings.parent.mkdir(parents=True, exist_ok=True)
+    with timings.open("a", encoding="utf-8") as fh:
+        for r in records:
+            fh.write(f"stack {r['stack']} {r.get('seconds', 0.0)} {r.get('exit_code')}\n")
     write_matrix(reports, [s for s in STACKS if s in stacks], versions, records)
     print(f"peers: matrix {reports / 'matrix.md'}; {len(records)} stacks in {summary['seconds']} s", flush=True)
     # A gated stack must run and match; any stack that failed to start is a failure too. An ungated

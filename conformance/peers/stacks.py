@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 @dataclass(frozen=True)
 class Stack:
     name: str
-    api: str  # anthropic | openai: which captures go in
+    api: str  # anthropic | openai | responses: which captures go in
     chain: tuple[str, ...]  # components from the client side, e.g. ("litellm", "reference-engine")
     engine: str  # reference | llamacpp | vllm: the engine process it needs
     router: str = ""  # litellm | ccr | "" (the engine's own endpoint)
@@ -65,6 +65,15 @@ STACKS: tuple[Stack, ...] = (
     Stack("litellm-vllm", "anthropic", ("Anthropic captures (trimmed)", "LiteLLM (hosted_vllm/, chat completions)", "vLLM"),
           "vllm", router="litellm", litellm_path="chat", litellm_provider="hosted_vllm", real_model=True,
           description="LiteLLM's vLLM provider (hosted_vllm/): upstream /v1/chat/completions"),
+    # The Responses wire (issue 15): run after the stacks above.
+    Stack("litellm-codex-engine", "responses", ("Codex captures", "LiteLLM (/v1/responses)", "reference engine"),
+          "reference", router="litellm", litellm_path="responses",
+          description="LiteLLM /v1/responses (openai/ model) to the engine's /v1/responses: the Codex corpus "
+                      "and the Codex loop",
+          extra_args=("--conformance-client", "codex")),
+    Stack("llamacpp-codex", "responses", ("Codex captures (trimmed)", "llama.cpp server /v1/responses"),
+          "llamacpp", real_model=True, description="llama.cpp's own Responses endpoint, Gemma 3 270M",
+          extra_args=("--conformance-client", "codex")),
 )
 
 

@@ -9,7 +9,13 @@ Rules:
 - temperature 0 (greedy decoding), so a real model's verdicts repeat from run to run and can be
   compared with fixtures.
 - Extended thinking is removed: the API requires budget_tokens >= 1024 and below max_tokens, so a
-  thinking request cannot be made small, and a 270M base model does not think anyway.
+  thinking request cannot be made small, and a 270M base model does not think anyway. On the
+  Responses wire that is the `reasoning` option, `include: ["reasoning.encrypted_content"]` and
+  the `reasoning` input items (their encrypted_content is another server's).
+- Responses requests (Codex): `instructions` and the `input` messages' text parts are cut like
+  system and message text, tool outputs like tool results; function_call / custom_tool_call items
+  and their outputs keep their call_ids; custom tools keep their grammar and namespace tools
+  their inner tools; the output cap is `max_output_tokens` (added when absent).
 - Prefill at ~170 tok/s and decode at ~15-30 tok/s on two cores (measured; docs/peers.md):
   a trimmed request takes seconds, a full Claude Code request minutes.
 - Trimmed files are written under a cache folder at run time, never committed: they follow the
@@ -30,13 +36,15 @@ MAX_TOOLS = 2
 SYSTEM_CHARS = 200
 TEXT_CHARS = 200
 DESC_CHARS = 60
-PREFERRED_TOOLS = ("write", "read", "bash", "read_file", "write_file", "edit", "glob", "grep")
+PREFERRED_TOOLS = ("write", "read", "bash", "read_file", "write_file", "edit", "glob", "grep", "exec_command",
+                   "apply_patch")
 
 # Cases of the bundled corpus replayed through real engines (few, each a different shape).
 REAL_ENGINE_CASES = (
     "claude-code/2.1.197/tool-loop",     # Claude Code: tool_use/tool_result history (the loop's template)
     "opencode/1.18.33/openai-plain",     # opencode on the OpenAI wire (the loop's OpenAI template)
     "opencode/1.18.33/openai-tool-loop", # opencode, OpenAI tool_calls history
+    "codex/0.171.0/apply-patch-loop",    # Codex on the Responses wire: exec_command, the freeform apply_patch
 )
 
 
@@ -69,6 +77,8 @@ def _called_tools(messages: list) -> set[str]:
             continue
         for call in m.get("tool_calls") or []:
             names.add(str((call.get("function") or {}).get("name", "")))
+        if m.get("type") in ("function_call", "custom_tool_call"):  # Responses input items
+            names.add(str(m.get("name", "")))
         content = m.get("content")
         if isinstance(content, list):
             for block in content:
@@ -144,6 +154,9 @@ def trim_body(body: dict) -> dict:
         b["max_tokens"] = MAX_TOKENS
     if "system" in b:
         b["system"] = _trim_content(b["system"], SYSTEM_CHARS)
+    if isinstance(b.get("input"), list):  # the Responses wire
+        _trim_responses(b)
+        return b
     messages = b.get("messages") or []
     for m in messages:
         if isinstance(m, dict) and "content" in m:
@@ -152,6 +165,25 @@ def trim_body(body: dict) -> dict:
     if isinstance(b.get("tools"), list) and b["tools"]:
         b["tools"] = _pick_tools(b["tools"], messages)
     return b
+
+
+def _trim_responses(b: dict) -> None:
+    b.pop("include", None)  # reasoning.encrypted_content: no reasoning is asked for
+    b["max_output_tokens"] = min(int(b.get("max_output_tokens") or MAX_TOKENS), MAX_TOKENS)
+    if isinstance(b.get("instructions"), str):
+        b["instructions"] = _cut(b["instructions"], SYSTEM_CHARS)
+    items = [i for i in b["input"] if not (isinstance(i, dict) and i.get("type") == "reasoning")]
+    for i in items:
+        if not isinstance(i, dict):
+            continue
+        if i.get("type", "message") == "message" and "content" in i:
+            limit = SYSTEM_CHARS if i.get("role") in ("system", "developer") else TEXT_CHARS
+            i["content"] = _trim_content(i["content"], limit)
+        elif i.get("type") in ("function_call_output", "custom_tool_call_output") and "output" in i:
+            i["output"] = _trim_content(i["output"], TEXT_CHARS)
+    b["input"] = items
+    if isinstance(b.get("tools"), list) and b["tools"]:
+        b["tools"] = _pick_tools(b["tools"], items)
 
 
 def trim_capture_file(src: Path, dst: Path) -> None:

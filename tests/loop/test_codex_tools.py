@@ -262,3 +262,16 @@ def test_a_later_failure_leaves_the_earlier_operations_unwritten(box):
 def test_patch_text_missing_is_explained(box):
     out = box.run("apply_patch", {"patch": "x"})
     assert out.is_error and "patch text is missing" in out.text
+
+
+def test_exec_command_writes_a_file_as_a_shell_would_with_printf(box):
+    # what a model without apply_patch sends: a quoted multi-line argument, the %s directive
+    out = box.run("exec_command", {"cmd": "printf '%s' 'line one\nline two\n' > out.txt && cat out.txt"})
+    code, _, text = exec_parts(out.text)
+    assert (code, text) == (0, "line one\nline two\n")
+    assert box.read_text("out.txt") == "line one\nline two\n"
+    for cmd in ("printf '%d' 3", "printf '%x %s' 1 2", "printf '%n' x"):
+        code, _, text = exec_parts(box.run("exec_command", {"cmd": cmd}).text)
+        assert code != 0 and "only the %s directive" in text
+    code, _, text = exec_parts(box.run("exec_command", {"cmd": "echo 'a\nb'\nls"}).text)
+    assert code == 126 and "multi-line" in text  # a newline outside quotes separates commands

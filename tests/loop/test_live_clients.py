@@ -70,3 +70,38 @@ def test_real_client_fails_within_its_deadline_against_a_fault(client, fault, ap
     assert not report.passed, report.title()
     assert set(report.check_ids) & expected, report.check_ids
     assert report.elapsed <= FAULT_DEADLINE + 20
+
+
+def _shape(items: list) -> list:
+    """Each appended item's type and keys in order, and the framing lines of its output text."""
+    out = []
+    for i in items:
+        text = i.get("output") if isinstance(i.get("output"), str) else ""
+        framing = [line.split(":")[0] for line in text.split("\nOutput:\n")[0].splitlines()]
+        out.append((i.get("type"), list(i), framing))
+    return out
+
+
+def test_the_driver_appends_what_codex_appends(engine_cli, tmp_path):
+    """edit-file: real Codex and the driver against the same engine; the items after the prompt
+    (reasoning, exec_command call and output, apply_patch call and output) have the same kinds,
+    keys in the same order, and the same output framing."""
+    from conformance.loop.driver import LoopDriver
+    from conformance.wire.dialect import RESPONSES
+
+    scenario = get_scenario("edit-file")
+    live = run_live("codex", scenario, engine_cli, binary=_binary("codex"), deadline=PASS_DEADLINE, workdir=tmp_path)
+    live.raise_for_failure()
+    real = live.capture.main_exchanges()[-1].request.body["input"]
+    report = LoopDriver(engine_cli, RESPONSES.name, workdir=tmp_path).run(scenario)
+    report.raise_for_failure()
+    ours = report.turns[-1].request["input"]
+
+    def appended(items):
+        start = max(k for k, i in enumerate(items) if i.get("role") == "user") + 1
+        return items[start:]
+
+    kinds = [i.get("type") for i in appended(real)]
+    assert kinds == ["reasoning", "function_call", "function_call_output", "reasoning", "custom_tool_call",
+                     "custom_tool_call_output"], kinds
+    assert _shape(appended(ours)) == _shape(appended(real))

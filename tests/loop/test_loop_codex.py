@@ -59,6 +59,7 @@ def test_codex_turns_carry_reasoning_and_custom_tool_items_back(conformant_engin
 
 FAULTS = [
     # fault, scenario, turn, check ids that may name it
+    ("tool-choice-ignored", "write-static", 1, {"tools.choice_honoured"}),
     ("custom-tool-dropped", "edit-file", None, {"tools.call_structured"}),
     ("custom-tool-as-function", "edit-file", None, {"tools.custom_tool_kept"}),
     ("multi-turn-items-rejected", "sum-numbers", 2, {"suite.request.accepted"}),

@@ -46,3 +46,25 @@ def test_write_trimmed_covers_both_wires(tmp_path):
                 paths.add(ex["request"]["path"])
                 assert len(json.dumps(b)) < 6000, f"{f}: a trimmed request is still large"
     assert {"/v1/messages", "/v1/chat/completions"} <= paths
+
+
+def test_trim_body_learns_the_responses_shape():
+    from conformance.capture.format import load_capture
+
+    cap = load_capture(captured_dir() / "codex" / "0.171.0" / "apply-patch-loop.json")
+    body = cap.main_exchanges()[-1].request.body
+    out = trim_body(body)
+    assert out["max_output_tokens"] == trim.MAX_TOKENS and out["temperature"] == 0
+    assert "reasoning" not in out and "include" not in out
+    assert not [i for i in out["input"] if i.get("type") == "reasoning"]
+    names = [t.get("name") for t in out["tools"]]
+    assert names == ["exec_command", "apply_patch"], names  # the tools the history called
+    custom = out["tools"][1]
+    assert custom["type"] == "custom" and custom["format"] == next(
+        t for t in body["tools"] if t.get("name") == "apply_patch")["format"]  # the grammar stays
+    calls = {i["call_id"] for i in out["input"] if i.get("type") in ("function_call", "custom_tool_call")}
+    outputs = {i["call_id"] for i in out["input"] if i.get("type", "").endswith("_call_output")}
+    assert calls and calls == outputs
+    assert len(json.dumps(out)) < len(json.dumps(body)) / 3  # the apply_patch grammar is most of what stays
+    assert all(len(p.get("text", "")) <= trim.SYSTEM_CHARS + 4 for i in out["input"] if i.get("type") == "message"
+               for p in i["content"])
