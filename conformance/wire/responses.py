@@ -19,7 +19,8 @@ Grammar (WIRE.md "OpenAI Responses API"; OpenAI API reference "Streaming events"
 
 The response-level transitions are the table `TRANSITIONS` (state x event class -> state); the
 item-level events are the table `ITEM_EVENTS` (event type -> what it does to which slot of which
-item types). No `[DONE]` sentinel: the terminal event ends the stream. Unknown event types and
+item types). No `[DONE]` sentinel: the terminal event ends the stream (one that arrives anyway is a
+warning: both clients tolerate it). Unknown event types and
 unknown fields are valid (other item kinds, hosted tools, vendor extensions): noted, never a
 violation.
 
@@ -225,6 +226,15 @@ class StreamMachine:
     # ---- dispatch ------------------------------------------------------------------------
     def feed(self, ev: SSEEvent) -> None:
         self.events.append(ev)
+        if ev.data.strip() == "[DONE]":
+            # Chat completions' sentinel (LiteLLM sends it after response.completed): the openai SDK
+            # stops reading at it and Codex skips a record it cannot parse, so both tolerate it; a
+            # stream that ends on it early is caught by the terminal rule, not here.
+            self._v(SCHEMA, f"event #{ev.index} is chat completions' `data: [DONE]` sentinel, which the Responses "
+                    "wire does not have (tolerated: the openai SDK stops at it, Codex skips it)", ev, None,
+                    severity="warning", expected="no [DONE] sentinel: the terminal event ends the stream",
+                    seen="[DONE]")
+            return
         data, err = load_json(ev.data)
         if err is not None or not isinstance(data, dict):
             self.payloads.append(None)

@@ -46,6 +46,25 @@ def test_unknown_events_are_noted_not_failed():
     assert report.violations[0].severity == "info"
 
 
+def test_a_done_sentinel_and_null_optional_fields_are_tolerated():
+    """What LiteLLM's /v1/responses sends (a chat-style `data: [DONE]` after response.completed,
+    `namespace: null` on a function_call): the openai SDK and Codex both read it, so at most a
+    warning, never an error."""
+    name = sorted(VALID)[0]
+    events = copy.deepcopy(VALID[name][0])
+    for ev in events:
+        item = ev.get("item")
+        if isinstance(item, dict):
+            item["namespace"] = None
+    for item in events[-1]["response"]["output"]:
+        item["namespace"] = None
+    raw = rs.encode(events) + b"data: [DONE]\n\n"
+    report = responses.check_stream(raw, request=VALID[name][1])
+    assert _errors(report) == [], [v.message for v in report.violations]
+    assert [(v.check_id, v.severity) for v in report.violations] == [(responses.SCHEMA, "warning")]
+    assert "[DONE]" in report.violations[0].message
+
+
 # ----------------------------------------------------------------------------- the reference engine
 ENGINE_REQUESTS = {
     "text": {"input": "say hi"},
