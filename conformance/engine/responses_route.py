@@ -25,7 +25,7 @@ import json
 
 from aiohttp import web
 
-from conformance.engine import ids, tokenizer
+from conformance.engine import ids, tokenizer, wire
 from conformance.engine.conversation import (
     Conversation,
     InvalidRequest,
@@ -149,24 +149,32 @@ async def responses(request: web.Request, state, body: dict):
     answer = plan_answer(state, body, parse)
     reply, prompt, seed, model, created, calls, text = (answer.reply, answer.prompt, answer.seed, answer.model,
                                                         answer.created, answer.calls, answer.text)
-    rid = ids.make("resp_", seed, n=32)
+    def make_id(prefix, *parts):  # OpenAI's own ids are hex (resp_67cc...); ours base62 by default
+        if wire.active("other-id-formats"):
+            return prefix + ids.digest(seed, prefix, *parts).hex()[:48]
+        return ids.make(prefix, seed, *parts, n=32)
+
+    rid = make_id("resp_")
 
     items = []
     if reply.thinking is not None:
-        items.append({"id": ids.make("rs_", seed, n=32), "type": "reasoning", "summary": [],
+        items.append({"id": make_id("rs_"), "type": "reasoning", "summary": [],
                       "content": [{"type": "reasoning_text", "text": reply.thinking}], "status": "completed"})
     if text or not calls:
-        items.append({"id": ids.make("msg_", seed, n=32), "type": "message", "status": "completed",
+        items.append({"id": make_id("msg_"), "type": "message", "status": "completed",
                       "role": "assistant",
-                      "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]})
+                      "content": [{"type": "output_text", "text": part, "annotations": [], "logprobs": []}
+                                  for part in wire.text_parts(text)]})
     for k, (call_id, name, js, _obj) in enumerate(calls):
-        items.append({"id": ids.make("fc_", seed, k, n=32), "type": "function_call", "status": "completed",
+        items.append({"id": make_id("fc_", k), "type": "function_call", "status": "completed",
                       "call_id": call_id, "name": name, "arguments": js})
     incomplete = reply.stop_reason == "max_tokens"
     out_tokens = reply.output_tokens
     usage = {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": out_tokens,
              "output_tokens_details": {"reasoning_tokens": tokenizer.count(reply.thinking or "")},
              "total_tokens": prompt + out_tokens + (17 if "usage-inconsistent" in faults else 0)}
+    if wire.active("usage-without-cache"):
+        del usage["input_tokens_details"], usage["output_tokens_details"]
 
     def response_obj(status, output, with_usage):
         return {"id": rid, "object": "response", "created_at": created, "status": status,
@@ -211,21 +219,22 @@ async def responses(request: web.Request, state, body: dict):
                          name=item["name"], arguments=item["arguments"])
             else:
                 reasoning = item["type"] == "reasoning"
-                part = item["content"][0]
-                empty_part = {**part, "text": ""}
                 await ev("response.output_item.added", output_index=oi,
                          item={**item, "status": "in_progress", "content": []})
-                await ev("response.content_part.added", item_id=iid, output_index=oi, content_index=0,
-                         part=empty_part)
                 kind = "reasoning_text" if reasoning else "output_text"
-                for piece in split_text(part["text"]):
+                for ci, part in enumerate(item["content"]):  # several parts under several-text-blocks
+                    empty_part = {**part, "text": ""}
+                    await ev("response.content_part.added", item_id=iid, output_index=oi, content_index=ci,
+                             part=empty_part)
+                    for piece in split_text(part["text"]):
+                        extra = {} if reasoning else {"logprobs": []}
+                        await ev(f"response.{kind}.delta", item_id=iid, output_index=oi, content_index=ci,
+                                 delta=piece, **extra)
                     extra = {} if reasoning else {"logprobs": []}
-                    await ev(f"response.{kind}.delta", item_id=iid, output_index=oi, content_index=0,
-                             delta=piece, **extra)
-                extra = {} if reasoning else {"logprobs": []}
-                await ev(f"response.{kind}.done", item_id=iid, output_index=oi, content_index=0,
-                         text=part["text"], **extra)
-                await ev("response.content_part.done", item_id=iid, output_index=oi, content_index=0, part=part)
+                    await ev(f"response.{kind}.done", item_id=iid, output_index=oi, content_index=ci,
+                             text=part["text"], **extra)
+                    await ev("response.content_part.done", item_id=iid, output_index=oi, content_index=ci,
+                             part=part)
             await ev("response.output_item.done", output_index=oi, item=item)
         if "stream-truncated" not in faults:
             await ev(f"response.{final_status}", response=response_obj(final_status, items, True))

@@ -82,6 +82,20 @@ def active(name: str) -> bool:
     return name in current().variations
 
 
+def other_id(default: str, other: str) -> str:
+    """`other` under `other-id-formats`, else `default` (ids are opaque strings on every wire)."""
+    return other if active("other-id-formats") else default
+
+
+def text_parts(text: str) -> list[str]:
+    """The answer text as its blocks: two under `several-text-blocks` (cut at a space near the middle)."""
+    if not active("several-text-blocks") or len(text) < 2:
+        return [text]
+    mid = text.find(" ", len(text) // 2)
+    mid = mid + 1 if 0 < mid < len(text) - 1 else len(text) // 2
+    return [text[:mid], text[mid:]]
+
+
 def _scaled(sizes, length):
     # Long strings get proportionally larger pieces (about 500 pieces at most).
     factor = max(1, length // 1500)
