@@ -11,6 +11,8 @@ Rules:
   Only programming errors raise.
 - Chunks are kept exactly as they arrived (no re-chunking), with the time since the request was
   sent, so framing survives into reports and replays.
+- A request that asks for a content coding (accept-encoding other than identity, see
+  net/client.py) gets its chunks decoded as they arrive (httpx's decoders), arrival times kept.
 """
 
 from __future__ import annotations
@@ -88,7 +90,9 @@ async def send(
         async with client.stream(method, url, headers=headers, content=body) as resp:
             ex.status = resp.status_code
             ex.response_headers = {k.lower(): v for k, v in resp.headers.items()}
-            async for chunk in resp.aiter_raw():
+            # Asked for a content coding (the client's own accept-encoding): record decoded bytes.
+            decode = headers.get("accept-encoding", headers.get("Accept-Encoding", "identity")) != "identity"
+            async for chunk in (resp.aiter_bytes() if decode else resp.aiter_raw()):
                 now = time.monotonic() - start
                 if ex.first_byte_at is None:
                     ex.first_byte_at = now
