@@ -6,12 +6,19 @@ One pytester run per (wire, variation): the captures of one client (claude-code:
 wire; opencode: OpenAI chat) replayed by the default selection of the bundled suite. Variations
 that touch only other wires are left out of a wire's rows (they would repeat the plain run).
 The variation x verdict table is printed at the end and kept in docs/engine.md. All slow (CI runs
-them in the slow step): ~3 s a row, the `slow` rows ~2 s per stream more.
+them in the slow step): ~10 s a row. The `slow` variation adds ~4 s to every stream, so its rows
+(the default suite on both wires, every fault) run at once, each suite in its own process
+against its own engine: they mostly wait, and one after the other they would take half an hour.
 """
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
+import sys
 import time
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -35,6 +42,8 @@ def _params():
     for client, wire in WIRES.items():
         for row in ROWS:
             if row != "compatible" and wire not in V.VARIATIONS[row].wires:
+                continue
+            if "slow" in _names(row):  # test_slow_rows_at_once
                 continue
             yield pytest.param(client, row, id=f"{client}-{row}", marks=pytest.mark.slow)
 
@@ -92,21 +101,81 @@ def httpx_received_gzip(url: str) -> int:
     return sum("gzip" in (r["headers"].get("Accept-Encoding") or r["headers"].get("accept-encoding") or "") for r in log)
 
 
-FAULT_PARAMS = [pytest.param(variation, r, id=f"{variation}-{r['fault']}", marks=pytest.mark.slow)
-                for variation in ("instant", "slow") for r in ENGINE_ROWS]
+FAULT_PARAMS = [pytest.param(r, id=r["fault"], marks=pytest.mark.slow) for r in ENGINE_ROWS]
 
 
-@pytest.mark.parametrize(("variation", "row"), FAULT_PARAMS)
-def test_fault_still_caught_under_variation(pytester, suite, variation, row):
+@pytest.mark.parametrize("row", FAULT_PARAMS)
+def test_fault_still_caught_under_instant(pytester, suite, row):
     from conformance.engine.launch import serve_engine_in_thread
 
-    with serve_engine_in_thread(faults=[row["fault"]], variations=[variation]) as url:
+    with serve_engine_in_thread(faults=[row["fault"]], variations=["instant"]) as url:
         run = suite(pytester, url, *OWN_MODULES, captures=SMALL)
     caught, unrelated = _judge(run, row)
-    MATRIX[(f"fault under {variation}", row["fault"])] = "CAUGHT" if caught and not unrelated else (
+    MATRIX[("fault under instant", row["fault"])] = "CAUGHT" if caught and not unrelated else (
         f"MISSED (failed: {sorted(run.failed_checks)})")
-    assert caught, f"{row['fault']} under {variation} not detected; failed checks: {run.failed_checks}"
-    assert not unrelated, f"{row['fault']} under {variation}: unrelated checks failed: {unrelated}"
+    assert caught, f"{row['fault']} under instant not detected; failed checks: {run.failed_checks}"
+    assert not unrelated, f"{row['fault']} under instant: unrelated checks failed: {unrelated}"
+
+
+@dataclass
+class _Failed:
+    failed_checks: dict
+
+
+def _suite_process(tmp: Path, url: str, *args: str) -> subprocess.Popen:
+    tmp.mkdir(parents=True)
+    argv = [sys.executable, "-m", "pytest", f"--target={url}", "-p", "no:cacheprovider", "-q",
+            "-o", "asyncio_default_fixture_loop_scope=function", f"--conformance-report-dir={tmp / 'reports'}", *args]
+    return subprocess.Popen(argv, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _failed(tmp: Path) -> dict[str, set[str]]:
+    from conformance.core.results import read_results
+
+    out: dict[str, set[str]] = {}
+    results = tmp / "reports" / "results"
+    for r in read_results(results) if results.is_dir() else []:
+        if r.outcome in ("failed", "error"):
+            out.setdefault(r.check_id, set()).add(r.test_id.split("::", 1)[-1].split("[", 1)[0])
+    return out
+
+
+@pytest.mark.slow
+def test_slow_rows_at_once(tmp_path):
+    """Under `slow`: the default suite passes on both wires and with the compatible set (which
+    has `slow`), and every engine fault is still caught — all runs at once, one process each."""
+    from conformance.engine.launch import serve_engine_in_thread
+
+    runs = {}  # row name -> (kind, expectation, engine context, process, folder)
+    with contextlib.ExitStack() as stack:
+        start = time.monotonic()
+        for client in WIRES:
+            for row in ("slow", "compatible"):
+                url = stack.enter_context(serve_engine_in_thread(variations=_names(row)))
+                folder = tmp_path / f"{client}-{row}"
+                runs[(client, row)] = (None, _suite_process(folder, url, f"--conformance-client={client}", "-m", SELECTION),
+                                       folder)
+        for r in ENGINE_ROWS:
+            url = stack.enter_context(serve_engine_in_thread(faults=[r["fault"]], variations=["slow"]))
+            folder = tmp_path / f"fault-{r['fault']}"
+            runs[("fault under slow", r["fault"])] = (r, _suite_process(folder, url, f"--conformance-captures={SMALL}",
+                                                                        *OWN_MODULES), folder)
+        problems = []
+        for key, (row, proc, folder) in runs.items():
+            out, _ = proc.communicate(timeout=1800)
+            failed = _failed(folder)
+            if row is None:
+                ok = proc.returncode == 0 and not failed
+                MATRIX[key] = f"{'green' if ok else 'RED'} ({out.strip().splitlines()[-1] if out.strip() else ''})"
+                if not ok:
+                    problems.append(f"{key}: exit {proc.returncode}, failed {sorted(failed)}\n{out[-1500:]}")
+            else:
+                caught, unrelated = _judge(_Failed(failed), row)
+                MATRIX[key] = "CAUGHT" if caught and not unrelated else f"MISSED (failed: {sorted(failed)})"
+                if not caught or unrelated:
+                    problems.append(f"{key}: caught {sorted(caught)}, unrelated {sorted(unrelated)}")
+        MATRIX[("slow rows", "wall time")] = f"{time.monotonic() - start:.0f} s for {len(runs)} runs at once"
+    assert not problems, "\n".join(problems)
 
 
 def teardown_module(module):
