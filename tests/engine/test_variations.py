@@ -253,3 +253,22 @@ def test_instant_is_one_burst_and_slow_waits_with_pings():
         elapsed = time.monotonic() - t0
     assert elapsed >= V.SLOW_GAPS * V.SLOW_GAP_SECONDS * 0.95
     assert data.count(b": ping\n\n") >= V.SLOW_GAPS * (V.SLOW_GAP_SECONDS / V.SLOW_PING_SECONDS - 1)
+
+
+def test_conformance_run_passes_variations_to_the_embedded_engine(tmp_path):
+    from pathlib import Path
+
+    from conformance.plugin import SUITE_DIR
+
+    small = Path(__file__).resolve().parents[1] / "plugin" / "small"
+    run = [sys.executable, "-m", "conformance.cli", "run"]
+    p = subprocess.run([*run, "--variation", "instant", "--variation", "crlf", f"--conformance-captures={small}",
+                        str(SUITE_DIR / "test_replay.py") + "::test_stream_incremental", "-p", "no:cacheprovider"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "--variation instant --variation crlf" in (tmp_path / "reports" / "summary.md").read_text()
+    p = subprocess.run([*run, "--variation", "nope"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2 and "unknown variation" in p.stderr
+    p = subprocess.run([*run, "--target", "http://127.0.0.1:1", "--variation", "instant"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2 and "--variation" in p.stderr
