@@ -69,7 +69,7 @@ VARIATIONS: dict[str, Variation] = {
         "SSE lines end in a lone CR",
         "WHATWG HTML, server-sent events: end-of-line is CRLF, LF or CR", excludes=("crlf",)),
     "sse-comments-retry": Variation(
-        f"a `retry: {RETRY_MS}` field first, and `: comment` lines between events",
+        f"a `retry: {RETRY_MS}` field in the first event, and `: comment` lines between events",
         "WHATWG HTML, server-sent events: comments and the retry field; OpenRouter's `: OPENROUTER PROCESSING`"),
     "pings-everywhere": Variation(
         "a ping between any two events (Anthropic `event: ping`; an SSE comment on the OpenAI wires)",

@@ -272,7 +272,10 @@ class SSEWriter:
     async def raw(self, data: bytes, *, payload=None) -> None:
         await self._pace(payload)
         if self.events == 0 and "sse-comments-retry" in self.vars:
-            self.buf += self._frame(None, f"retry: {V.RETRY_MS}\n\n".encode())
+            # Inside the first event, not a block of its own: a retry-only block dispatches no event
+            # (WHATWG SSE), but the official SDKs' decoders yield it as an event with empty data
+            # and fail on its JSON.
+            self.buf += self._frame(None, f"retry: {V.RETRY_MS}\n".encode())
         if self.events > 0:
             if "sse-comments-retry" in self.vars:
                 self.buf += self._frame(None, b": variation comment\n")

@@ -154,7 +154,7 @@ def test_gzip_only_when_accepted_and_still_incremental():
 
 def test_comments_retry_pings_and_unknown_events():
     _, data, _ = _variation("sse-comments-retry", V.CHAT, CHAT_BODY)
-    assert data.startswith(b"retry: 3000\n\n") and b"\n: variation comment\n" in data
+    assert data.startswith(b"retry: 3000\ndata: {") and b"\n: variation comment\n" in data
     _, data, _ = _variation("pings-everywhere", V.ANTHROPIC, ANTHROPIC_BODY)
     names = [n for n, _ in sse_events(data)]
     assert all("ping" in (names[i], names[i + 1]) for i in range(1, len(names) - 1))
@@ -272,3 +272,53 @@ def test_conformance_run_passes_variations_to_the_embedded_engine(tmp_path):
     p = subprocess.run([*run, "--target", "http://127.0.0.1:1", "--variation", "instant"], cwd=tmp_path,
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 2 and "--variation" in p.stderr
+
+
+# ---- through the official SDKs (what the real clients are built on)
+
+def _sdk_answers(url: str) -> dict:
+    import anthropic
+    import openai
+
+    out = {}
+    a = anthropic.Anthropic(base_url=url, api_key="sk-test", max_retries=0)
+    body = {k: v for k, v in ANTHROPIC_TOOL_BODY.items() if k != "stream"}
+    with a.messages.stream(**body) as s:
+        m = s.get_final_message()
+    out["anthropic"] = [(b.type, getattr(b, "text", None), getattr(b, "input", None)) for b in m.content
+                        if b.type != "thinking"], m.stop_reason
+    o = openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0)
+    text, args, finish = "", {}, None
+    body = {k: v for k, v in CHAT_BODY.items() if k != "stream"}
+    for chunk in o.chat.completions.create(stream=True, **body):
+        for ch in chunk.choices:
+            text += ch.delta.content or ""
+            for tc in ch.delta.tool_calls or []:
+                args[tc.index] = args.get(tc.index, "") + (tc.function.arguments or "")
+            finish = ch.finish_reason or finish
+    out["chat"] = text, args, finish
+    final = None
+    for ev in o.responses.create(stream=True, **{k: v for k, v in RESPONSES_BODY.items() if k != "stream"}):
+        if ev.type == "response.completed":
+            final = ev.response
+    out["responses"] = final.output_text, [o.type for o in final.output]
+    return out
+
+
+@pytest.fixture(scope="module")
+def sdk_plain():
+    with serve_engine_in_thread() as url:
+        yield _sdk_answers(url)
+
+
+@pytest.mark.parametrize("name", [*FAST, "compatible-without-slow"])
+def test_the_official_sdks_read_every_variation_alike(sdk_plain, name):
+    """anthropic and openai (chat and Responses) accumulate the same answer under each variation."""
+    names = tuple(n for n in V.COMPATIBLE if n != "slow") if name == "compatible-without-slow" else (name,)
+    with serve_engine_in_thread(variations=names) as url:
+        got = _sdk_answers(url)
+    if "several-text-blocks" in names:  # the same text, in two blocks
+        joined = "".join(t for typ, t, _ in got["anthropic"][0] if typ == "text")
+        assert joined == "".join(t for typ, t, _ in sdk_plain["anthropic"][0] if typ == "text")
+        got["anthropic"], sdk_plain = None, {**sdk_plain, "anthropic": None}
+    assert got == sdk_plain, name
