@@ -115,9 +115,11 @@ def plain():
 CASES = [(w, k, b) for w, k, b in ((V.ANTHROPIC, "text", ANTHROPIC_BODY), (V.ANTHROPIC, "tools", ANTHROPIC_TOOL_BODY),
                                    (V.CHAT, "tools", CHAT_BODY), (V.CHAT, "text", CHAT_TEXT_BODY))]
 FAST = [n for n in V.VARIATIONS if n != "slow"]
+# The compatible set (all but slow) in the default run; each variation alone in the slow step.
+ONE_BY_ONE = [pytest.param("compatible-without-slow"), *(pytest.param(n, marks=pytest.mark.slow) for n in FAST)]
 
 
-@pytest.mark.parametrize("name", [*FAST, "compatible-without-slow"])
+@pytest.mark.parametrize("name", ONE_BY_ONE)
 def test_variation_keeps_the_answer_and_the_judge_green(plain, name):
     names = tuple(n for n in V.COMPATIBLE if n != "slow") if name == "compatible-without-slow" else (name,)
     with serve_engine_in_thread(variations=names) as url:
@@ -311,7 +313,7 @@ def sdk_plain():
         yield _sdk_answers(url)
 
 
-@pytest.mark.parametrize("name", [*FAST, "compatible-without-slow"])
+@pytest.mark.parametrize("name", ONE_BY_ONE)
 def test_the_official_sdks_read_every_variation_alike(sdk_plain, name):
     """anthropic and openai (chat and Responses) accumulate the same answer under each variation."""
     names = tuple(n for n in V.COMPATIBLE if n != "slow") if name == "compatible-without-slow" else (name,)
