@@ -132,3 +132,9 @@ def pytester_suite_module():
     from conformance.plugin import SUITE_DIR
 
     return SUITE_DIR / "test_replay.py"
+
+
+def test_a_short_stream_with_spread_content_passes():
+    """Streaming shows on a short stream too: only a burst needs a long stream to be judged."""
+    outcome, text = judge_incremental(_events([0.01 * i for i in range(1, 10)], 0.1), "anthropic", 0.1)
+    assert outcome == "passed" and "content spread over 90.0 ms" in text
