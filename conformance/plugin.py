@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 SUITE_DIR = Path(__file__).resolve().parent / "suite"
-OPT_IN_MARKERS = ("live", "load", "context")
+OPT_IN_MARKERS = ("live", "load", "context", "perf")
 MARKERS = {
     "loop": "agent-loop scenarios driven to completion (part of the default run)",
     "live": "drives the real Claude Code / opencode CLIs (opt-in: -m live)",
@@ -29,10 +29,15 @@ MARKERS = {
     "context": "context-length probes (opt-in: -m context)",
     "translation": "router translation diff against the engine (needs --conformance-engine-url)",
     "peers": "runs against real routers and engines (needs .ci/peers set-up)",
+    "perf": "phase figures: prefill and decode tokens/s, K repeats each (opt-in: -m perf)",
     "conformance(**settings)": "per-test conformance settings (highest in the configuration order)",
 }
 
 _SESSION = pytest.StashKey[object]()
+# The option choices, kept equal to conformance.suite.config's APIS / CLIENTS by a test (imported
+# lazily there: loading the plugin must not load the suite for every pytest run).
+APIS = ("auto", "anthropic", "openai", "responses")
+CLIENTS = ("all", "claude-code", "opencode", "codex")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -40,8 +45,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--target", dest="conformance_target", metavar="URL",
                 help="base URL of the router or engine under test (env CONFORMANCE_TARGET); "
                      "enables the suite")
-    g.addoption("--conformance-api", choices=("auto", "anthropic", "openai"), default=None,
-                help="which API to test: anthropic, openai, or auto (probe what the target serves; default)")
+    g.addoption("--conformance-api", choices=APIS, default=None,
+                help="which API to test: anthropic, openai, responses (the OpenAI Responses API, Codex's), or auto "
+                     "(probe what the target serves; default)")
     g.addoption("--conformance-model", metavar="NAME",
                 help="model sent in every request (default: the captured model if the target serves it, "
                      "else the first of the target's /v1/models)")
@@ -49,8 +55,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="the model expected to answer when SENT is asked (a router alias); repeatable or comma-separated")
     g.addoption("--conformance-api-key", metavar="KEY",
                 help="API key, sent the way each client sends it (env CONFORMANCE_API_KEY)")
-    g.addoption("--conformance-client", choices=("all", "claude-code", "opencode"), default=None,
-                help="which client's captures to replay (default all)")
+    g.addoption("--conformance-client", choices=CLIENTS, default=None,
+                help="which client's captures to replay (default all); naming one selects its wire: a target "
+                     "that does not serve it fails instead of skipping (codex: suite.responses.available)")
     g.addoption("--conformance-captures", metavar="DIR|FILE",
                 help="captures folder or one capture file (default: the bundled captured/)")
     g.addoption("--conformance-deadline-total", type=float, metavar="SECONDS",
@@ -76,6 +83,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--conformance-context-limit", type=int, default=None, metavar="TOKENS", help="context probes (-m context): the context limit to test (default: what the target advertises)")
     g.addoption("--conformance-engine-url", metavar="URL", default=None, help="the engine behind the router: failing exchanges are replayed against it to say which layer broke; enables -m translation")
     g.addoption("--conformance-injection-route", action="store_true", default=None, help="translation: the router claims an injection route that strips tools; check that it does (opt-in)")
+    g.addoption("--conformance-perf-repeats", type=int, default=None, metavar="K", help="phase figures (-m perf): measurements per point, reported as min/median/max (default 3)")
+    g.addoption("--conformance-hang-after", type=int, default=None, metavar="K", help="after K exchanges in a row hit a deadline with no content, send one minimal request; if it hangs too, the remaining exchanges fail at once naming the hang (default 3; 0 turns it off)")
+    g.addoption("--conformance-max-response-bytes", type=int, default=None, metavar="N", help="stop reading a response past N bytes: suite.limits.response_size (default 64 MiB)")
+    g.addoption("--conformance-max-line-bytes", type=int, default=None, metavar="N", help="stop reading an event stream with a line longer than N bytes: suite.limits.line_size (default 8 MiB)")
+    g.addoption("--conformance-max-event-bytes", type=int, default=None, metavar="N", help="stop reading an event stream with an event larger than N bytes: suite.limits.event_size (default 16 MiB)")
     # ---- end of options owned by other areas ----
 
 

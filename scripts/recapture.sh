@@ -10,7 +10,8 @@ CLIENTS="${CONFORMANCE_CLIENTS_DIR:-$PWD/.clients}"
 PY="${PYTHON:-python}"
 [ -x .venv/bin/python ] && [ -z "${PYTHON:-}" ] && PY=.venv/bin/python
 INSTALL=""
-if [ ! -e "$CLIENTS/node_modules/.bin/claude" ] || [ ! -e "$CLIENTS/node_modules/.bin/opencode" ]; then
+if [ ! -e "$CLIENTS/node_modules/.bin/claude" ] || [ ! -e "$CLIENTS/node_modules/.bin/opencode" ] \
+   || [ ! -e "$CLIENTS/node_modules/.bin/codex" ]; then
   INSTALL="--install"
 fi
 exec "$PY" -m conformance.capture.recapture --clients "$CLIENTS" $INSTALL "$@"

@@ -25,7 +25,10 @@ from typing import Any
 from conformance.capture.format import Capture, Exchange, load_captures
 
 # Request headers compared by name only: their values change per run or are redacted.
-_VOLATILE_HEADERS = frozenset({"content-length", "host", "date", "connection", "x-stainless-retry-count"})
+_VOLATILE_HEADERS = frozenset({"content-length", "host", "date", "connection", "x-stainless-retry-count",
+                               # Codex: turn metadata (ids, a start time) and per-run ids
+                               "x-codex-turn-metadata", "x-codex-window-id", "session-id", "thread-id",
+                               "x-client-request-id"})
 # Body keys whose value is compared as is (settings, not content).
 _SETTING_KEYS = ("model", "max_tokens", "max_completion_tokens", "thinking", "output_config",
                  "context_management", "stream", "stream_options", "tool_choice", "temperature", "top_p",

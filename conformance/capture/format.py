@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.core.jsonfile import read_json
+from conformance.wire.dialect import api_for_path
 
 FORMAT = "conformance.capture"
 VERSION = 1
@@ -79,12 +80,9 @@ class CapturedRequest:
 
     @property
     def api(self) -> str:
-        """anthropic | openai | other, from the path."""
-        if self.path.rstrip("/").endswith(("/messages", "/messages/count_tokens")):
-            return "anthropic"
-        if self.path.rstrip("/").endswith(("/chat/completions", "/responses")):
-            return "openai"
-        return "other"
+        """anthropic | openai | responses | other: the wire of the path (`api_for_path`). Derived,
+        never stored, so a capture recorded before a wire was known loads with it."""
+        return api_for_path(self.path) or "other"
 
 
 @dataclass
@@ -123,7 +121,7 @@ class Capture:
         return f"{self.client}/{self.client_version}/{self.case}"
 
     def main_exchanges(self) -> list[Exchange]:
-        """Exchanges that are model requests (messages / chat completions / responses)."""
+        """Exchanges that are model requests (messages, count_tokens, chat completions, responses)."""
         return [e for e in self.exchanges if e.request.method == "POST" and e.request.api != "other"]
 
 

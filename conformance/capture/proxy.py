@@ -8,8 +8,17 @@ Rules:
   the recorded chunks are the wire bytes and never a compressed stream (the client's own
   accept-encoding is what the capture records).
 - Redaction happens in memory before anything touches disk (`conformance.capture.redact`); the capture
-  file is rewritten atomically after every finished exchange, exchanges in the order the client
-  sent them (concurrent requests keep their arrival order).
+  file is rewritten the moment an exchange's response ends (before the proxy even closes its side
+  to the client), exchanges in the order the client sent them (concurrent requests keep their
+  arrival order). Every write is atomic: the whole file goes to a fresh temporary file beside it,
+  is flushed to disk, then renamed over the old one, so a write cut short (a crash, a full disk)
+  leaves the previous good file, never a partial one.
+- Stopping loses nothing: `stop_proxy` (SIGTERM or SIGINT in the CLI, leaving
+  `serve_proxy_in_thread`) first stops accepting connections, then lets the exchanges in flight
+  finish for up to DRAIN_SECONDS, then cuts the rest, recording what passed with the note
+  `proxy stopped mid-stream`, and writes the file once more. A client that returns the moment it
+  has its answer may do so before the upstream has ended the response; draining is what keeps
+  that exchange. The whole stop takes under 5 s.
 - A client that disconnects mid-stream leaves a valid record of what passed, with the note
   `client disconnected mid-stream`; an upstream that breaks mid-stream leaves the bytes that
   arrived and the note `upstream broke: ...`, and the client sees the connection cut, as it
@@ -27,7 +36,9 @@ import itertools
 import json
 import os
 import re
+import signal
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -44,7 +55,7 @@ from conformance.capture.format import (
     CapturedResponse,
     Chunk,
     Exchange,
-    save_capture,
+    capture_to_json,
 )
 from conformance.capture.redact import RedactionConfig, Redactor
 
@@ -60,12 +71,24 @@ _UA_CLIENTS = (
 )
 
 
+# How long a stop waits for the exchanges in flight before cutting them: with the cut, the final
+# write and the loop's own shutdown the whole stop stays under the 5 s a script or a user waits.
+DRAIN_SECONDS = 3.5
+STOPPED_NOTE = "proxy stopped mid-stream"
+
+
 def infer_client(user_agent: str) -> tuple[str, str] | None:
-    """(client name, version) from a User-Agent, or None when it is not a known client."""
+    """(client name, version) from a User-Agent, or None when it is not a known client.
+
+    Codex sends `<originator>/<version> (<os>; <arch>) <terminal>`, the originator being
+    `codex_exec` (exec mode), `codex_cli_rs` (the TUI) or another `codex_*` front end."""
     for rx, name in _UA_CLIENTS:
         m = rx.search(user_agent or "")
         if m:
             return name, m.group(1)
+    m = re.match(r"codex_[a-z_]+/(\d[\w.\-]*)", user_agent or "")
+    if m:
+        return "codex", m.group(1)
     return None
 
 
@@ -179,9 +202,8 @@ class CaptureRecorder:
     def _save_locked(self) -> None:
         if self.path is None or not self._exchanges:
             return
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        save_capture(self._capture_locked(), tmp)
-        os.replace(tmp, self.path)
+        write_atomically(self.path, json.dumps(capture_to_json(self._capture_locked()), ensure_ascii=False,
+                                               indent=1) + "\n")
 
     def save(self) -> Path | None:
         with self._lock:
@@ -189,14 +211,40 @@ class CaptureRecorder:
             return self.path
 
 
+def write_atomically(path: Path, text: str) -> None:
+    """Replace `path` by `text` or leave it as it was: a fresh temporary file in the same folder
+    (so the rename stays on one file system), flushed to disk, then renamed over `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; a capture is meant to be shared
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
 def _join(upstream: str, path_qs: str) -> str:
     return upstream.rstrip("/") + path_qs
+
+
+_INFLIGHT = web.AppKey("inflight", set)
+_STOPPING = web.AppKey("stopping", dict)
 
 
 def make_app(upstream: str, recorder: CaptureRecorder, *, log=None) -> web.Application:
     """The aiohttp application: one catch-all route that forwards, streams and records."""
     app = web.Application(client_max_size=256 * 1024 * 1024)
     state: dict[str, ClientSession] = {}
+    inflight: set[asyncio.Task] = set()
+    stopping: dict[str, bool] = {"now": False}
+    app[_INFLIGHT] = inflight
+    app[_STOPPING] = stopping
 
     async def on_startup(_app: web.Application) -> None:
         state["session"] = ClientSession(
@@ -208,18 +256,40 @@ def make_app(upstream: str, recorder: CaptureRecorder, *, log=None) -> web.Appli
         await state["session"].close()
 
     async def handle(request: web.Request) -> web.StreamResponse:
+        task = asyncio.current_task()
+        if task is not None:
+            inflight.add(task)
         seq = recorder.next_seq()
-        body = await request.read()
         req_headers = {k.lower(): v for k, v in request.headers.items()}
-        forward = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
-        forward = {k: v for k, v in forward.items() if k.lower() != "accept-encoding"}
-        forward["Accept-Encoding"] = "identity"
+        body = b""
         chunks: list[Chunk] = []
         status: int | None = None
         resp_headers: dict[str, str] = {}
         note = ""
+        recorded = False
         out: web.StreamResponse | None = None
+
+        def record_now() -> None:
+            # Called the moment the response ends (and again, harmlessly skipped, in `finally`).
+            nonlocal recorded
+            if recorded:
+                return
+            recorded = True
+            response = CapturedResponse(status, resp_headers, chunks) if status is not None else None
+            ex = recorder.record(
+                seq, method=request.method, path=request.path, query=request.query_string,
+                headers=req_headers, body=body, response=response, note=note,
+            )
+            if log is not None:
+                log(f"#{seq[1]} {request.method} {request.path} -> {status} "
+                    f"({len(chunks)} chunks){' ' + note if note else ''}"
+                    + ("" if ex is not None else " (case ended: not recorded)"))
+
         try:
+            body = await request.read()
+            forward = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
+            forward = {k: v for k, v in forward.items() if k.lower() != "accept-encoding"}
+            forward["Accept-Encoding"] = "identity"
             t0 = time.monotonic()
             async with state["session"].request(
                 request.method, _join(upstream, request.path_qs), headers=forward, data=body,
@@ -246,13 +316,12 @@ def make_app(upstream: str, recorder: CaptureRecorder, *, log=None) -> web.Appli
                     if request.transport is not None:
                         request.transport.close()  # cut the client too, as the upstream did
                     return out
-                try:
+                record_now()  # the response has ended: on disk before the client's side is closed
+                with contextlib.suppress(ClientConnectionResetError, ConnectionResetError):
                     await out.write_eof()
-                except (ClientConnectionResetError, ConnectionResetError):
-                    note = "client disconnected mid-stream"
                 return out
         except asyncio.CancelledError:
-            note = note or "client disconnected mid-stream"
+            note = note or (STOPPED_NOTE if stopping["now"] else "client disconnected mid-stream")
             raise
         except ClientError as exc:
             if out is not None:  # headers already sent: nothing more to tell the client
@@ -266,15 +335,10 @@ def make_app(upstream: str, recorder: CaptureRecorder, *, log=None) -> web.Appli
             resp_headers = {"content-type": "application/json"}
             return web.Response(status=502, body=payload, content_type="application/json")
         finally:
-            response = CapturedResponse(status, resp_headers, chunks) if status is not None else None
-            ex = recorder.record(
-                seq, method=request.method, path=request.path, query=request.query_string,
-                headers=req_headers, body=body, response=response, note=note,
-            )
-            if log is not None:
-                log(f"#{seq[1]} {request.method} {request.path} -> {status} "
-                    f"({len(chunks)} chunks){' ' + note if note else ''}"
-                    + ("" if ex is not None else " (case ended: not recorded)"))
+            try:
+                record_now()
+            finally:
+                inflight.discard(task)
 
     app.router.add_route("*", "/{tail:.*}", handle)
     app.on_startup.append(on_startup)
@@ -284,14 +348,37 @@ def make_app(upstream: str, recorder: CaptureRecorder, *, log=None) -> web.Appli
 
 async def start_proxy(upstream: str, recorder: CaptureRecorder, host: str = "127.0.0.1", port: int = 0,
                       *, log=None) -> tuple[web.AppRunner, str]:
-    """Start the proxy on the running loop; returns (runner, base URL). Stop with runner.cleanup()."""
-    runner = web.AppRunner(make_app(upstream, recorder, log=log), access_log=None, handle_signals=False)
+    """Start the proxy on the running loop; returns (runner, base URL). Stop with `stop_proxy`."""
+    runner = web.AppRunner(make_app(upstream, recorder, log=log), access_log=None, handle_signals=False,
+                           shutdown_timeout=0.5)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     await site.start()
     sock = site._server.sockets[0]  # noqa: SLF001 - the bound port when port=0
     h, p = sock.getsockname()[:2]
     return runner, f"http://{h}:{p}"
+
+
+async def stop_proxy(runner: web.AppRunner, recorder: CaptureRecorder, drain: float = DRAIN_SECONDS) -> int:
+    """Stop without losing an exchange (module rules): stop accepting, let the exchanges in flight
+    finish for up to `drain` seconds, cut the rest (recorded with STOPPED_NOTE), write the file.
+    Returns how many exchanges had to be cut."""
+    app = runner.app
+    for site in list(runner.sites):
+        await site.stop()  # no new connections; the open ones keep going
+    inflight: set[asyncio.Task] = app[_INFLIGHT]
+    cut = 0
+    if inflight:
+        _done, pending = await asyncio.wait(set(inflight), timeout=drain)
+        if pending:
+            cut = len(pending)
+            app[_STOPPING]["now"] = True
+            for task in pending:
+                task.cancel()
+            await asyncio.wait(pending, timeout=0.5)
+    await runner.cleanup()
+    recorder.save()
+    return cut
 
 
 @contextlib.contextmanager
@@ -311,7 +398,6 @@ def serve_proxy_in_thread(upstream: str, recorder: CaptureRecorder, *, log=None)
             return
         ready.set()
         loop.run_forever()
-        loop.run_until_complete(box["runner"].cleanup())
         loop.close()
 
     thread = threading.Thread(target=run, name="capture-proxy", daemon=True)
@@ -323,24 +409,35 @@ def serve_proxy_in_thread(upstream: str, recorder: CaptureRecorder, *, log=None)
     try:
         yield box["url"]
     finally:
+        stopped = asyncio.run_coroutine_threadsafe(stop_proxy(box["runner"], recorder), loop)
+        with contextlib.suppress(Exception):
+            stopped.result(DRAIN_SECONDS + 5)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(30)
 
 
 def run_proxy_forever(upstream: str, recorder: CaptureRecorder, host: str, port: int) -> None:
-    """The CLI's loop: serve until interrupted, printing one line per exchange to stderr."""
+    """The CLI's loop: serve until SIGTERM or SIGINT, printing one line per exchange to stderr;
+    on the signal, stop without losing an exchange (`stop_proxy`)."""
 
     def log(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
     async def main() -> None:
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
         runner, url = await start_proxy(upstream, recorder, host, port, log=log)
         print(f"listening on {url}", flush=True)
         print(f"forwarding to {upstream}; recording to {recorder.path}", file=sys.stderr, flush=True)
-        try:
-            await asyncio.Event().wait()
-        finally:
-            await runner.cleanup()
+        await stop.wait()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)  # a second Ctrl-C ends at once
+        cut = await stop_proxy(runner, recorder)
+        n = len(recorder.capture().exchanges)
+        print(f"stopped: {n} exchange(s) in {recorder.path}"
+              + (f"; {cut} still streaming were cut ({STOPPED_NOTE})" if cut else ""), file=sys.stderr, flush=True)
 
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(main())

@@ -28,6 +28,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -37,16 +38,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from conformance.capture import codex as codex_client
 from conformance.capture.format import load_capture
 from conformance.capture.proxy import CaptureRecorder, CaseInfo, serve_proxy_in_thread
 from conformance.capture.redact import RedactionConfig
 
-PINS = {"claude-code": "2.1.197", "opencode": "1.18.33"}
-NPM_PACKAGES = {"claude-code": "@anthropic-ai/claude-code", "opencode": "opencode-ai"}
+PINS = {"claude-code": "2.1.197", "opencode": "1.18.33", codex_client.NAME: codex_client.PIN}
+NPM_PACKAGES = {"claude-code": "@anthropic-ai/claude-code", "opencode": "opencode-ai",
+                codex_client.NAME: codex_client.NPM_PACKAGE}
 # The native binary each npm package runs (the sha256 in the manifest is of this file).
 BINARIES = {
     "claude-code": ("node_modules/@anthropic-ai/claude-code/bin/claude.exe", "node_modules/.bin/claude"),
     "opencode": ("node_modules/opencode-ai/bin/opencode.exe", "node_modules/.bin/opencode"),
+    codex_client.NAME: codex_client.BINARY,
 }
 FAKE_KEY = "sk-conformance-capture-0000000000"  # never a real key; redacted anyway
 OPENCODE_MODEL = "local-model"
@@ -130,6 +134,7 @@ def cases() -> list[Case]:
              "Anthropic provider with a reasoning model config (thinking enabled with a budget)",
              ["anthropic-provider", "thinking-enabled-budget"], provider="anthropic",
              model_options={"options": {"thinking": {"type": "enabled", "budgetTokens": 8000}}}),
+        *(Case(**spec) for spec in codex_client.case_specs()),
     ]
 
 
@@ -159,7 +164,9 @@ def client_info(clients_dir: Path, client: str) -> dict[str, str]:
             f"`npm install --prefix {clients_dir} " + " ".join(f"{NPM_PACKAGES[c]}@{v}" for c, v in PINS.items())
             + "` or pass --install")
     out = subprocess.run([str(launcher), "--version"], capture_output=True, text=True, timeout=60)
-    version = out.stdout.strip().split()[0] if out.stdout.strip() else "unknown"
+    # `2.1.197 (Claude Code)`, `1.18.33`, `codex-cli 0.171.0`: the first dotted version number
+    found = re.search(r"\d+\.\d+\.\d+\S*", out.stdout)
+    version = found.group(0) if found else "unknown"
     return {"version": version, "launcher": str(launcher),
             "binary_sha256": sha256_file(real if real.exists() else launcher.resolve()),
             "npm": f"{NPM_PACKAGES[client]}@{version}"}
@@ -194,6 +201,10 @@ def run_case(case: Case, info: dict[str, str], proxy_url: str, scratch: Path, ti
         env.update({"ANTHROPIC_BASE_URL": proxy_url, "ANTHROPIC_API_KEY": FAKE_KEY,
                     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"})
         argv = ["claude", "-p", case.prompt, "--output-format", "json", *case.flags]
+    elif case.client == codex_client.NAME:
+        extra, args = codex_client.prepare(case, home, project, proxy_url, FAKE_KEY)
+        env.update(extra)
+        argv = ["codex", *args]
     else:
         env.update({"OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
                     "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local/share"),
@@ -220,7 +231,8 @@ def capture_case(case: Case, info: dict[str, str], recorder: CaptureRecorder, pr
     tmp = path.with_name(path.name + ".partial")
     tmp.parent.mkdir(parents=True, exist_ok=True)
     argv_preview = (["claude", "-p", case.prompt, "--output-format", "json", *case.flags]
-                    if case.client == "claude-code" else ["opencode", "run", *case.flags, case.prompt])
+                    if case.client == "claude-code" else codex_client.argv(case) if case.client == codex_client.NAME
+                    else ["opencode", "run", *case.flags, case.prompt])
     meta = {"binary_sha256": info["binary_sha256"], "npm": info["npm"],
             "provider": "anthropic" if case.client == "claude-code" else case.provider,
             "captured_at": time.strftime("%Y-%m-%d", time.gmtime()), "upstream": upstream_label,
@@ -229,8 +241,11 @@ def capture_case(case: Case, info: dict[str, str], recorder: CaptureRecorder, pr
                            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1, stdin /dev/null",
             "opencode": "HOME and XDG_* dirs=<scratch> OPENCODE_DISABLE_MODELS_FETCH=1 OPENCODE_DISABLE_AUTOUPDATE=1, "
                         "./opencode.json with the provider (see each case's meta.opencode_config)",
+            codex_client.NAME: codex_client.ENVIRONMENT,
         },
         "redaction": "secrets and ids redacted; vendor prose replaced by same-length filler"}
+    if case.client == codex_client.NAME:
+        meta.update(codex_client.meta(case))
     if case.client == "opencode":
         meta["opencode_config"] = _opencode_config(case, "http://127.0.0.1:PORT")
         meta["opencode_config"]["provider"]["local"]["options"]["apiKey"] = "<redacted:api-key>"
@@ -293,6 +308,7 @@ def write_manifest(out: Path, extra: dict[str, Any] | None = None) -> Path:
                            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1, stdin /dev/null",
             "opencode": "HOME and XDG_* dirs=<scratch> OPENCODE_DISABLE_MODELS_FETCH=1 OPENCODE_DISABLE_AUTOUPDATE=1, "
                         "./opencode.json with the provider (see each case's meta.opencode_config)",
+            codex_client.NAME: codex_client.ENVIRONMENT,
         },
         "redaction": "secrets and identifiers redacted before writing (conformance.capture.redact); vendor prose "
                      "(system prompts, tool and schema descriptions, reminders) replaced by filler of the same "

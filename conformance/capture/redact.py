@@ -13,11 +13,17 @@ Rules:
   `{"device_id","account_uuid","session_id"}` in 2.x, `user_<hex>_account_<uuid>_session_<uuid>`
   in 1.x), `X-Claude-Code-Session-Id`, opencode's `x-session-id` / `x-session-affinity`
   (`ses_...` ids, also found anywhere in text), and any header whose name mentions
-  session/user/device/account. Pseudonyms keep the shape of the value (a UUID stays a UUID, 64
+  session/user/device/account. Codex's identifiers: `session-id`, `thread-id`,
+  `x-client-request-id` and `x-codex-window-id` (`<uuid>:<n>`: the uuid is pseudonymised, the
+  window number kept) headers, the id fields of the `x-codex-turn-metadata` JSON header and of the
+  body's `client_metadata` (`installation_id`, session, thread, turn, root-turn, context-window and
+  window ids; the nested turn-metadata JSON string the same way, re-serialised compactly in its
+  own key order) and the body's `prompt_cache_key`. Pseudonyms keep the shape of the value (a UUID stays a UUID, 64
   hex stays 64 hex, `ses_` + N chars stays so) and are numbered in order of first sight, so a
   recapture with the same client gets the same pseudonyms.
 - Vendor prose filler (optional, `prose_filler=True`, used for the committed corpus): system
-  prompts, mid-conversation system messages, `<system-reminder>` and other client-injected user
+  prompts (Responses `instructions` and developer/system input items too), mid-conversation
+  system messages, `<system-reminder>` and other client-injected user
   text, tool descriptions and JSON Schema `description` strings are replaced by filler of the
   same UTF-8 byte length (letters and digits become filler letters, a non-ASCII character
   becomes as many ASCII letters as its UTF-8 bytes; whitespace and ASCII punctuation stay, so
@@ -59,7 +65,17 @@ IDENTIFIER_HEADERS = (
     "x-session-affinity",
     "x-opencode-session",
     "x-client-request-id",
+    "session-id",
+    "thread-id",
 )
+# Codex: headers whose value is a JSON object with identifier fields, and the window id header.
+CODEX_METADATA_HEADERS = ("x-codex-turn-metadata",)
+CODEX_WINDOW_HEADERS = ("x-codex-window-id",)
+# Codex: identifier fields of the turn metadata and of the body's client_metadata.
+CODEX_ID_KEYS = frozenset({
+    "installation_id", "x-codex-installation-id", "session_id", "thread_id", "turn_id", "root_turn_id",
+    "context_window_id", "parent_thread_id", "window_id", "x-codex-window-id",
+})
 # Words in a header name that make it secret / identifying even when not listed above.
 _SECRET_NAME_WORDS = ("key", "token", "secret", "cookie", "password", "auth")
 _IDENTIFIER_NAME_WORDS = ("session", "user-id", "device", "account", "affinity")
@@ -157,6 +173,44 @@ class Redactor:
             return f"user_{parts['device']}_account_{parts['account']}_session_{parts['session']}"
         return self.pseudonym(user_id, "user-id")
 
+    # -- Codex -----------------------------------------------------------------------------
+    def _codex_id(self, value: str) -> str:
+        """A Codex id: a uuid, or a window id `<uuid>:<n>` whose number is kept."""
+        head, sep, tail = value.rpartition(":")
+        if sep and tail.isdigit() and _UUID.match(head):
+            return f"{self.pseudonym(head, 'id')}:{tail}"
+        return self.pseudonym(value, "id")
+
+    def _codex_metadata(self, value: Any) -> Any:
+        """Codex's turn metadata (a dict, or its compact JSON string) with its ids pseudonymised."""
+        if isinstance(value, str):
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                return self.redact_text(value)
+            if not isinstance(parsed, dict):
+                return self.redact_text(value)
+            return json.dumps(self._codex_metadata(parsed), ensure_ascii=False, separators=(",", ":"))
+        if not isinstance(value, dict):
+            return value
+        out = {}
+        for k, v in value.items():
+            if k in CODEX_ID_KEYS and isinstance(v, str) and v:
+                out[k] = self._codex_id(v)
+            elif k in CODEX_METADATA_HEADERS and isinstance(v, str):
+                out[k] = self._codex_metadata(v)
+            else:
+                out[k] = v
+        return out
+
+    def _codex_body(self, body: dict) -> dict:
+        body = dict(body)
+        if isinstance(body.get("client_metadata"), dict):
+            body["client_metadata"] = self._codex_metadata(body["client_metadata"])
+        if isinstance(body.get("prompt_cache_key"), str) and body["prompt_cache_key"]:
+            body["prompt_cache_key"] = self._codex_id(body["prompt_cache_key"])
+        return body
+
     # -- text ------------------------------------------------------------------------------
     def redact_text(self, text: str) -> str:
         """Secrets and already-seen identifiers out of one string."""
@@ -193,8 +247,15 @@ class Redactor:
     def collect_identifiers(self, headers: dict[str, str], body: Any) -> None:
         """Learn the identifiers of one request first, so they are replaced everywhere after."""
         for name, value in headers.items():
-            if self._header_kind(name.lower()) == "identifier":
-                self.pseudonym(value, "session" if "session" in name.lower() or "affinity" in name.lower() else "id")
+            lname = name.lower()
+            if lname in CODEX_METADATA_HEADERS:
+                self._codex_metadata(value)
+            elif lname in CODEX_WINDOW_HEADERS:
+                self._codex_id(value)
+            elif self._header_kind(lname) == "identifier":
+                self.pseudonym(value, "session" if "session" in lname or "affinity" in lname else "id")
+        if isinstance(body, dict):
+            self._codex_body(body)
         if isinstance(body, dict) and isinstance(body.get("metadata"), dict):
             uid = body["metadata"].get("user_id")
             if isinstance(uid, str) and uid:
@@ -205,7 +266,11 @@ class Redactor:
         for name, value in headers.items():
             lname = name.lower()
             kind = self._header_kind(lname)
-            if kind is None:
+            if kind is not None and lname in CODEX_METADATA_HEADERS:
+                out[lname] = self._codex_metadata(value)
+            elif kind is not None and lname in CODEX_WINDOW_HEADERS:
+                out[lname] = self._codex_id(value)
+            elif kind is None:
                 out[lname] = value
             elif kind == "secret":
                 scheme = value.split(" ", 1)[0] if " " in value.strip() else ""
@@ -238,6 +303,8 @@ class Redactor:
             if isinstance(uid, str) and uid:
                 body = dict(body)
                 body["metadata"] = dict(body["metadata"], user_id=self._note_user_id(uid))
+        if isinstance(body, dict):
+            body = self._codex_body(body)
         body = self.redact_json(body)
         if self.config.prose_filler:
             body = fill_prose(body, keep_texts=self.config.keep_texts)
@@ -309,6 +376,9 @@ def fill_schema(schema: Any) -> Any:
     return out
 
 
+_TEXT_PARTS = ("text", "input_text")  # Anthropic / chat text blocks, Responses input parts
+
+
 def _unquoted(text: str) -> str:
     return text.replace("\\", "").replace('"', "")
 
@@ -323,7 +393,7 @@ def _fill_content(content: Any, *, user: bool, keep_texts: tuple[str, ...]) -> A
     if isinstance(content, list):
         out = []
         for part in content:
-            if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str):
+            if isinstance(part, dict) and part.get("type") in _TEXT_PARTS and isinstance(part.get("text"), str):
                 part = dict(part)
                 if not keep(part["text"]):
                     part["text"] = fill_text(part["text"])
@@ -343,33 +413,46 @@ def fill_prose(body: Any, *, keep_texts: tuple[str, ...] = ()) -> Any:
     body = dict(body)
     if "system" in body:
         body["system"] = _fill_content(body["system"], user=False, keep_texts=keep_texts)
-    tools = body.get("tools")
-    if isinstance(tools, list):
-        new_tools = []
-        for tool in tools:
-            if isinstance(tool, dict):
-                tool = dict(tool)
-                if isinstance(tool.get("description"), str):
-                    tool["description"] = fill_text(tool["description"])
-                if "input_schema" in tool:
-                    tool["input_schema"] = fill_schema(tool["input_schema"])
-                fn = tool.get("function")
-                if isinstance(fn, dict):
-                    fn = dict(fn)
-                    if isinstance(fn.get("description"), str):
-                        fn["description"] = fill_text(fn["description"])
-                    if "parameters" in fn:
-                        fn["parameters"] = fill_schema(fn["parameters"])
-                    tool["function"] = fn
-            new_tools.append(tool)
-        body["tools"] = new_tools
-    messages = body.get("messages")
-    if isinstance(messages, list):
-        new_messages = []
-        for msg in messages:
-            if isinstance(msg, dict) and msg.get("role") in ("system", "developer", "user") and "content" in msg:
+    if isinstance(body.get("instructions"), str):  # Responses
+        body["instructions"] = fill_text(body["instructions"])
+    if isinstance(body.get("tools"), list):
+        body["tools"] = _fill_tools(body["tools"])
+    for key in ("messages", "input"):  # chat / Anthropic messages, Responses input items
+        items = body.get(key)
+        if not isinstance(items, list):
+            continue
+        new_items = []
+        for msg in items:
+            if (isinstance(msg, dict) and msg.get("type", "message") == "message"
+                    and msg.get("role") in ("system", "developer", "user") and "content" in msg):
                 msg = dict(msg)
                 msg["content"] = _fill_content(msg["content"], user=msg["role"] == "user", keep_texts=keep_texts)
-            new_messages.append(msg)
-        body["messages"] = new_messages
+            new_items.append(msg)  # tool results, calls, reasoning and assistant turns: kept
+        body[key] = new_items
     return body
+
+
+def _fill_tools(tools: list) -> list:
+    """Tool descriptions and schema descriptions filled (Anthropic, chat, Responses tools; the tools
+    inside a Responses `namespace` the same way). Names, schemas and custom-tool grammars kept."""
+    new_tools = []
+    for tool in tools:
+        if isinstance(tool, dict):
+            tool = dict(tool)
+            if isinstance(tool.get("description"), str):
+                tool["description"] = fill_text(tool["description"])
+            for key in ("input_schema", "parameters"):
+                if key in tool:
+                    tool[key] = fill_schema(tool[key])
+            if isinstance(tool.get("tools"), list):
+                tool["tools"] = _fill_tools(tool["tools"])
+            fn = tool.get("function")
+            if isinstance(fn, dict):
+                fn = dict(fn)
+                if isinstance(fn.get("description"), str):
+                    fn["description"] = fill_text(fn["description"])
+                if "parameters" in fn:
+                    fn["parameters"] = fill_schema(fn["parameters"])
+                tool["function"] = fn
+        new_tools.append(tool)
+    return new_tools

@@ -18,6 +18,7 @@ RULE_MODULES = (
     "conformance.wire.sse",
     "conformance.wire.anthropic",
     "conformance.wire.openai",
+    "conformance.wire.responses",
 )
 
 

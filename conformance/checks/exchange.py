@@ -15,10 +15,13 @@ Rules:
   through `dialect(api)`, never by the wire's name.
 - The order, and what stops judging:
   transport: connect -> `suite.target.reachable`; no status -> `suite.transport.complete`;
-  deadlines -> `suite.deadline.*`; each ends judging (a stream cut by a deadline is not judged
+  deadlines -> `suite.deadline.*`; size caps -> `suite.limits.*`; each ends judging (a stream cut by a deadline is not judged
   further, so a hang is reported as a hang, not as a truncated stream).
+  deadline: between any two stages, judging stops with `suite.deadline.total` once the time the
+  transfer left of the total deadline (`RawExchange.judging_budget`) is spent.
   status: a non-2xx -> `suite.request.accepted` with the target's error text and the request
-  field it names (count_tokens 404/405/501 -> `suite.count_tokens.available`), and ends judging;
+  field it names (count_tokens 404/405/501 -> `suite.count_tokens.available`; /responses 404/405 ->
+  `suite.responses.available`), and ends judging;
   a connection broken after a 2xx is `suite.transport.complete` on top.
   endpoint: count_tokens is judged by its body and ends judging; a path other than the
   generation ones ends judging with a note.
@@ -39,26 +42,25 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from conformance.checks import identity, stop_reason, tool_choice, tools
+from conformance.checks import identity, limits, stop_reason, tool_choice, tools
 from conformance.checks import suite as suite_checks
 from conformance.checks.outcome import CheckOutcome
 from conformance.core.failures import HasViolations, Violation
 from conformance.core.registry import violation
 from conformance.net.transport import RawExchange
-from conformance.wire.dialect import Dialect, dialect
+from conformance.wire.dialect import Dialect, dialect, is_generation_path
 
 _DEADLINE_CHECK = {
     "deadline_total": suite_checks.DEADLINE_TOTAL,
     "deadline_first_content": suite_checks.DEADLINE_FIRST_CONTENT,
     "deadline_first_byte": suite_checks.DEADLINE_FIRST_CONTENT,
 }
-# Paths judged beyond acceptance: the generation endpoints of the wires, behind any prefix.
-_GENERATION_SUFFIXES = ("/messages", "/chat/completions")
 
 
 @dataclass
@@ -226,6 +228,11 @@ def transport(state: ExchangeState) -> list[CheckOutcome]:
             _DEADLINE_CHECK[raw.error_kind], raw.error or raw.error_kind,
             expected="the exchange to finish within its deadlines",
             seen=f"{len(raw.chunks)} chunks ({len(raw.body())} bytes) in {raw.elapsed:.1f}s, status {raw.status}"))
+    if raw.error_kind in limits.LIMIT_CHECK:
+        return _end(state, "transport", state.fail(
+            limits.LIMIT_CHECK[raw.error_kind], raw.error or raw.error_kind,
+            expected="a response within the suite's size limits",
+            seen=f"status {raw.status}, {len(raw.chunks)} chunks kept ({len(raw.body())} bytes) of a longer body"))
     if raw.status is None:
         return _end(state, "transport", state.fail(
             suite_checks.TRANSPORT_COMPLETE, raw.error or "no status", expected="an HTTP answer",
@@ -244,6 +251,11 @@ def status(state: ExchangeState) -> list[CheckOutcome]:
             return _end(state, "status", state.fail(
                 suite_checks.COUNT_TOKENS, f"count_tokens is not served: HTTP {raw.status}",
                 expected="200 with {input_tokens}", seen=f"HTTP {raw.status}: {text}"))
+        unserved = suite_checks.unserved_endpoint(state.path, raw.status)
+        if unserved is not None:
+            return _end(state, "status", state.fail(
+                unserved, f"{state.path} is not served: HTTP {raw.status}", expected="2xx",
+                seen=f"HTTP {raw.status}: {text}"))
         ptr = named_field(text, state.request)
         field_note = f" — the error names the request field {ptr}" if ptr else ""
         return _end(state, "status", state.fail(
@@ -267,7 +279,7 @@ def endpoint(state: ExchangeState) -> list[CheckOutcome]:
             suite_checks.COUNT_TOKENS, "count_tokens answered without an integer input_tokens",
             expected='{"input_tokens": N}', seen=state.raw.body()[:300].decode("utf-8", "replace"),
             pointer="/input_tokens"))
-    if not state.path.endswith(_GENERATION_SUFFIXES):
+    if not is_generation_path(state.path):
         return _end(state, "endpoint", CheckOutcome(
             suite_checks.STREAM_WELLFORMED, None, note=f"{state.path} is not judged beyond acceptance by this release"))
     return []
@@ -365,7 +377,18 @@ def judge_stages(
     """Run STAGES in order until one ends judging: the shared state and every outcome, in order."""
     state = ExchangeState.start(raw, request, api=api, expect_model=expect_model, turn=turn)
     outcomes: list[CheckOutcome] = []
+    budget = raw.judging_budget()  # the total deadline bounds judging too (net.transport rules)
+    started = time.monotonic()
     for stage in STAGES:
+        spent = time.monotonic() - started
+        if budget is not None and spent > budget:
+            outcomes.extend(_end(state, "deadline", state.fail(
+                suite_checks.DEADLINE_TOTAL,
+                f"decoding and judging passed the total deadline of {raw.deadline_total:g}s: stopped before "
+                f"the {stage.__name__} stage after {spent:.1f}s of judging (the transfer took {raw.elapsed:.1f}s)",
+                expected="the exchange, judging included, to finish within its total deadline",
+                seen=f"{len(raw.chunks)} chunks ({raw.bytes_read or len(raw.body())} bytes)")))
+            break
         state.ran.append(stage.__name__)
         outcomes.extend(stage(state))
         if state.ended_by is not None:

@@ -11,6 +11,7 @@ Rules:
 from __future__ import annotations
 
 from conformance.core.registry import register
+from conformance.wire.dialect import RESPONSES, api_for_path, dialect
 
 REQUEST_ACCEPTED = register(
     "suite.request.accepted",
@@ -129,6 +130,28 @@ COUNT_TOKENS = register(
         "gateway contract: serve /v1/messages and /v1/messages/count_tokens)"
     ),
 ).id
+
+RESPONSES_AVAILABLE = register(
+    "suite.responses.available",
+    "POST /v1/responses is served when the Codex corpus (the Responses API) is selected",
+    description="Codex CLI speaks only the Responses API to a custom provider (`wire_api = \"responses\"`; "
+    "\"chat\" is a config error): a target without /v1/responses cannot serve Codex at all.",
+    likely_cause=(
+        "the engine or router serves only /v1/chat/completions (or /v1/messages): vLLM, llama.cpp, SGLang, Ollama "
+        "and LiteLLM serve /v1/responses in their recent releases; an older release, a router with no route for "
+        "it, or a mount prefix other than the client's base_url answers 404/405"
+    ),
+).id
+
+
+def unserved_endpoint(path: str, status: int) -> str | None:
+    """The check a 404/405 on `path` fails when the path is a wire's endpoint that a target may
+    lack entirely (the Responses API): `suite.responses.available`; None otherwise (a refusal)."""
+    api = api_for_path(path)
+    if status in (404, 405) and api is not None and dialect(api) is RESPONSES:
+        return RESPONSES_AVAILABLE
+    return None
+
 
 STOP_SEQUENCE = register(
     "suite.stop_sequence.honoured",

@@ -26,6 +26,18 @@ Rules:
   rule; this check names the tool and the schema, which is what a user fixes). Anthropic streams
   carry a tool input that did not parse as `{}`; the wire core hands its text over
   (`StreamReport.unparsed_tool_input`), so such a call is judged as not parsing, like OpenAI's.
+- On the Responses wire (Codex): a `custom` (freeform) tool's call is a `custom_tool_call` whose
+  raw `input` is never JSON (`tools.custom_tool_kept` fails when it came back as a function_call
+  with JSON arguments instead: Codex refuses it, "invoked with incompatible payload"); its input
+  is held to the framing its grammar names (apply_patch: `*** Begin Patch` ... `*** End Patch`)
+  under `tools.arguments_schema`. A call to a tool inside a `namespace` keeps `name` and
+  `namespace` apart (`tools.namespace_kept` fails on a flattened or prefixed name —
+  `multi_agent_v1.spawn_agent`, `multi_agent_v1__spawn_agent` — or a missing namespace; such a
+  call is not also reported as naming an unoffered tool). A patch written out as text while a
+  freeform patch tool was offered is `tools.call_structured` (the tool call was dropped).
+- A function tool offered with `strict: true` is held to the schema exactly: every property
+  required and no property beyond them (what OpenAI's strict mode promises), unless the schema
+  itself says otherwise.
 - `tools.call_cut` (a warning): a turn whose stop reason says the output was cut (OpenAI
   finish_reason length / content_filter, Anthropic stop_reason max_tokens, pause_turn, refusal,
   model_context_window_exceeded) can only have cut its LAST tool call. When that call's arguments
@@ -45,7 +57,7 @@ from typing import Any
 from conformance.checks.outcome import CheckOutcome
 from conformance.core.failures import Violation
 from conformance.core.registry import register, violation
-from conformance.wire.dialect import Dialect, ToolCall, dialect
+from conformance.wire.dialect import Dialect, OfferedTool, ToolCall, dialect
 
 CALL_STRUCTURED = register(
     "tools.call_structured",
@@ -89,6 +101,31 @@ NAME_OFFERED = register(
         "(a chat template that did not render the tool list)"
     ),
 ).id
+
+
+CUSTOM_TOOL_KEPT = register(
+    "tools.custom_tool_kept",
+    "a call to a freeform (custom) tool comes back as a custom_tool_call with raw text input",
+    likely_cause=(
+        "the server or router converts freeform tools to function tools and answers a function_call with JSON "
+        "arguments; Codex's apply_patch then fails: \"invoked with incompatible payload\" (antirez/ds4 #745, "
+        "CLIProxyAPI #5753)"
+    ),
+).id
+
+NAMESPACE_KEPT = register(
+    "tools.namespace_kept",
+    "a call to a tool inside a namespace keeps its name and its namespace apart",
+    likely_cause=(
+        "the server flattens namespace tools into top-level functions (vLLM #46737) and answers with a prefixed "
+        "name or without `namespace`; Codex cannot route the call to the namespace's handler"
+    ),
+).id
+
+# Separators servers use when they flatten a namespace into a tool name (seen: "." and "__").
+_FLATTEN_SEPARATORS = (".", "__", "_", "/", ":", "-")
+# Framing of freeform patch tools: a grammar that names these delimits its input with them.
+PATCH_BEGIN, PATCH_END = "*** Begin Patch", "*** End Patch"
 
 
 def tool_calls(message: Any, api: str, unparsed_input: dict[str, str] | None = None) -> list[ToolCall]:
@@ -172,6 +209,9 @@ def check_call_structured(message: Any, request: dict | None, api: str, *, turn:
         return []
     text = wire.text(message)
     m = looks_like_call(text, set(offered))
+    patch = _patch_tool(wire.offered_tool_specs(request))
+    if m is None and patch is not None:
+        m = re.search(re.escape(PATCH_BEGIN), text)
     if m is None:
         return []
     start = max(0, m.start() - 40)
@@ -222,13 +262,28 @@ def check_arguments(message: Any, request: dict | None, api: str, *, turn: int |
     notes: list[str] = []
     calls = wire.tool_calls(message, unparsed_input)
     cut = wire.cut_reason(message)
+    specs = wire.offered_tool_specs(request)
     for i, call in enumerate(calls):
         may_be_cut = cut is not None and i == len(calls) - 1  # only the last call can be cut
-        if call.name not in offered:
+        spec = resolve_call(call, specs)
+        if spec is None:
             out.append(violation(
                 NAME_OFFERED, f"the call names tool {call.name!r}, which the request did not offer",
                 expected=f"one of {sorted(offered)}", seen=call.name, pointer=call.pointer.rsplit("/", 1)[0],
                 turn=turn))
+            continue
+        if spec.kind == "custom" or call.kind == "custom":
+            if call.kind == "custom" and spec.kind == "custom":
+                found = _framing_problem(call, spec, may_be_cut, wire, cut, turn)
+                out.extend(found)
+            elif call.kind == "custom":
+                out.append(violation(
+                    ARGUMENTS_SCHEMA, f"a custom_tool_call to {call.name!r}, which the request offered as a "
+                    f"{spec.kind} tool", expected="a function_call with JSON arguments",
+                    seen=f"input {call.raw[:200]!r}" if call.raw else "a custom_tool_call", pointer=call.pointer,
+                    turn=turn))
+            else:
+                notes.append(f"tool {call.name!r} is freeform; its function_call is judged by {CUSTOM_TOOL_KEPT}")
             continue
         if call.arguments is None:
             if may_be_cut:
@@ -240,7 +295,7 @@ def check_arguments(message: Any, request: dict | None, api: str, *, turn: int |
                 + (f"; arguments text {call.raw[:200]!r}" if call.raw is not None else ""),
                 pointer=call.pointer, turn=turn))
             continue
-        schema = offered[call.name]
+        schema = _strict(spec.schema) if spec.strict else spec.schema
         if not isinstance(schema, dict):
             notes.append(f"tool {call.name!r} has no schema in the request; arguments not validated")
             continue
@@ -292,4 +347,104 @@ def arguments_outcomes(message: Any, request: dict | None, api: str, *, turn: in
     }
     out = [CheckOutcome(NAME_OFFERED, verdict[NAME_OFFERED]), CheckOutcome(CALL_CUT, verdict[CALL_CUT]),
            CheckOutcome(ARGUMENTS_SCHEMA, verdict[ARGUMENTS_SCHEMA], note="; ".join(notes))]
-    return out + [CheckOutcome(x.check_id, verdict[x.check_id], (x,)) for x in found]
+    out += [CheckOutcome(x.check_id, verdict[x.check_id], (x,)) for x in found]
+    return out + kept_outcomes(message, request, api, turn=turn)
+
+
+def kept_outcomes(message: Any, request: dict | None, api: str, *, turn: int | None = None) -> list[CheckOutcome]:
+    """`tools.custom_tool_kept` and `tools.namespace_kept` for one exchange: each judged when the
+    request offered a tool of its kind and a call to one came back (nothing otherwise)."""
+    wire = dialect(api)
+    specs = wire.offered_tool_specs(request)
+    calls = wire.tool_calls(message)
+    out: list[CheckOutcome] = []
+    custom = [c for c in calls if (s := resolve_call(c, specs)) is not None and s.kind == "custom"]
+    if custom:
+        found = tuple(violation(
+            CUSTOM_TOOL_KEPT, f"the freeform tool {c.name!r} was answered with a function_call and JSON arguments",
+            expected="a custom_tool_call whose input is the raw text", seen=f"arguments {(c.raw or '')[:200]!r}",
+            pointer=c.pointer, turn=turn) for c in custom if c.kind != "custom")
+        out.append(CheckOutcome(CUSTOM_TOOL_KEPT, "failed" if found else "passed", found))
+    spaced = [(c, s) for c in calls if (s := resolve_call(c, specs)) is not None and s.namespace]
+    if spaced:
+        found = tuple(v for c, s in spaced if (v := _namespace_problem(c, s, turn)) is not None)
+        out.append(CheckOutcome(NAMESPACE_KEPT, "failed" if found else "passed", found))
+    return out
+
+
+def resolve_call(call: ToolCall, specs: list[OfferedTool]) -> OfferedTool | None:
+    """The offered tool a call is to: by (namespace, name), else by name, else a namespaced tool
+    whose flattened name (`ns.name`, `ns__name`, ...) the call carries. None: not offered."""
+    for spec in specs:
+        if spec.name == call.name and spec.namespace == call.namespace and spec.kind != "hosted":
+            return spec
+    for spec in specs:
+        if spec.name == call.name and spec.kind != "hosted":
+            return spec
+    for spec in specs:
+        if spec.namespace and call.name in _flattened(spec):
+            return spec
+    return next((s for s in specs if s.name == call.name), None)
+
+
+def _flattened(spec: OfferedTool) -> set[str]:
+    ns = spec.namespace or ""
+    return {ns + sep + spec.name for sep in _FLATTEN_SEPARATORS} | {spec.name + sep + ns for sep in _FLATTEN_SEPARATORS}
+
+
+def _namespace_problem(call: ToolCall, spec: OfferedTool, turn: int | None) -> Violation | None:
+    if call.name == spec.name and call.namespace == spec.namespace:
+        return None
+    if call.name != spec.name:
+        what = f"came back flattened as {call.name!r}"
+    elif call.namespace is None:
+        what = "came back without its namespace"
+    else:
+        what = f"came back in namespace {call.namespace!r}"
+    return violation(
+        NAMESPACE_KEPT, f"the call to {spec.name!r} of namespace {spec.namespace!r} {what}",
+        expected=f"name {spec.name!r} and namespace {spec.namespace!r}",
+        seen=f"name {call.name!r}, namespace {call.namespace!r}", pointer=call.pointer.rsplit("/", 1)[0], turn=turn)
+
+
+def _patch_tool(specs: list[OfferedTool]) -> OfferedTool | None:
+    """The offered freeform tool whose grammar frames its input as a patch (Codex's apply_patch)."""
+    return next((s for s in specs if s.kind == "custom" and s.grammar and PATCH_BEGIN in s.grammar), None)
+
+
+def _framing_problem(call: ToolCall, spec: OfferedTool, may_be_cut: bool, wire: Dialect, cut: str | None,
+                     turn: int | None) -> list[Violation]:
+    """A freeform call's input against the framing its grammar names (patch tools only)."""
+    if not (spec.grammar and PATCH_BEGIN in spec.grammar):
+        return []
+    text = call.raw or ""
+    body = text.strip()
+    if body.startswith(PATCH_BEGIN) and body.endswith(PATCH_END):
+        return []
+    problem = f"is not framed by {PATCH_BEGIN!r} ... {PATCH_END!r}"
+    if may_be_cut and cut is not None and body.startswith(PATCH_BEGIN):
+        return [_call_cut(call, cut, wire, problem, turn)]
+    return [violation(ARGUMENTS_SCHEMA, f"the input of the call to {call.name!r} {problem} (its grammar)",
+                      expected=f"{PATCH_BEGIN} ... {PATCH_END}", seen=f"input {text[:200]!r}", pointer=call.pointer,
+                      turn=turn)]
+
+
+def _strict(schema: dict | None) -> dict | None:
+    """The schema as strict mode holds it: every object's properties all required, none beyond
+    them (where the schema does not say otherwise itself)."""
+    if not isinstance(schema, dict):
+        return schema
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(x) for x in node]
+        if not isinstance(node, dict):
+            return node
+        out = {k: walk(v) for k, v in node.items()}
+        props = out.get("properties")
+        if isinstance(props, dict) and (out.get("type") == "object" or "type" not in out):
+            out.setdefault("additionalProperties", False)
+            out.setdefault("required", list(props))
+        return out
+
+    return walk(schema)

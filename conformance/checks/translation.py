@@ -8,9 +8,10 @@ Rules:
   engine's answer (accumulated message; `exact` when it is the recorded answer of that very
   request, not a replayed sample) and the accumulated message the client got.
 - The engine's wire (`Hop.engine_api`) is a Dialect name — `openai` (the router translated to
-  chat completions) or `anthropic` (pass-through) — or `responses` (RESPONSES_API: the OpenAI
-  Responses API, which has no Dialect; only its request is read, as chat where the fields agree).
-  Answers are read through the Dialect (`conformance.wire.dialect`): tool calls, thinking, stop
+  chat completions), `responses` (the router translated to the OpenAI Responses API, LiteLLM's
+  upstream path) or `anthropic` (pass-through). Its request is read in its own shape (messages,
+  chat messages, input items); on a wire without stop sequences (Responses) the client's
+  are lost (an error: the agent depends on them). Answers are read through the Dialect (`conformance.wire.dialect`): tool calls, thinking, stop
   reason, usage keys; the client side is always Anthropic (CLIENT). What differs between a
   pass-through and a translation is asked once, `Hop.pass_through`.
 - A finish reason reaches the client correctly when its stop is one of the Anthropic stops the
@@ -104,7 +105,7 @@ INJECTION = register(
 ALL_IDS = (MESSAGES, TOOLS, PAIRING, TOOL_IDS, THINKING, CACHE, STOPS, STOP_REASON, USAGE, PARAMS, INJECTION)
 
 CLIENT = dialect("anthropic")  # the client side of every hop: an Anthropic client through the router
-RESPONSES_API = "responses"  # the OpenAI Responses API as an engine wire: no Dialect, its answers are not judged
+RESPONSES = dialect("responses")  # the engine wire whose request carries `input` items, not messages
 
 # Every wire's words for "the turn hands tool calls to the client" (a router may relay any of them).
 TOOL_FINISH = frozenset(s for d in DIALECTS.values() for s in d.stops.tool) | frozenset(
@@ -115,26 +116,27 @@ TOOL_FINISH = frozenset(s for d in DIALECTS.values() for s in d.stops.tool) | fr
 class Hop:
     client_request: dict
     engine_request: dict | None
-    engine_api: str = "openai"  # the engine's wire: a Dialect name or RESPONSES_API (module rules)
-    engine_response: dict | None = None  # accumulated message on the engine's wire (None on RESPONSES_API)
+    engine_api: str = "openai"  # the engine's wire: a Dialect name (module rules)
+    engine_response: dict | None = None  # accumulated message on the engine's wire
     client_response: dict | None = None  # accumulated Anthropic message
     exact: bool = True  # engine_response is the recorded answer to engine_request (not a replay)
     route: str | None = None  # the router's route name, when it tells (x-router-route)
     injection_probe: bool = False
 
     @property
-    def responses_api(self) -> bool:
-        return self.engine_api == RESPONSES_API  # dialect-name: the Responses API is a wire without a Dialect
+    def engine_dialect(self) -> Dialect:
+        """The Dialect of the engine's wire."""
+        return dialect(self.engine_api)
 
     @property
-    def engine_dialect(self) -> Dialect | None:
-        """The Dialect of the engine's wire; None on the Responses API."""
-        return None if self.responses_api else dialect(self.engine_api)
+    def responses_api(self) -> bool:
+        """The engine request is a Responses request (`input` items, top-level tools)."""
+        return self.engine_dialect is RESPONSES
 
     @property
     def request_dialect(self) -> Dialect:
-        """The Dialect the engine request's shared fields are read with (a Responses request: as chat's)."""
-        return dialect("openai") if self.responses_api else dialect(self.engine_api)
+        """The Dialect the engine request's shared fields are read with."""
+        return self.engine_dialect
 
     @property
     def pass_through(self) -> bool:
@@ -557,7 +559,12 @@ def check_stop_sequences(hop: Hop) -> list[Violation]:
     if not want or hop.engine_request is None:
         return []
     body = hop.engine_request
-    got = body.get(hop.request_dialect.stop_sequences_key)
+    key = hop.request_dialect.stop_sequences_key
+    if key is None:
+        return [violation(STOPS, f"stop sequences {want} cannot reach the engine: its wire ({hop.engine_api}) has no "
+                          "stop sequences, so generation runs past them unless the router cuts the text itself",
+                          expected=want, seen="no field for them", pointer="/stop_sequences")]
+    got = body.get(key)
     got = [got] if isinstance(got, str) else list(got or [])
     missing = [s for s in want if s not in got]
     if missing:

@@ -1,8 +1,9 @@
-"""Run the real Claude Code / opencode CLI on one scenario and judge the traffic and the result.
+"""Run the real Claude Code / opencode / Codex CLI on one scenario and judge the traffic and the result.
 
 Rules:
 - The CLI is the installed binary itself: given by path, or `CONFORMANCE_CLAUDE_BIN` /
-  `CONFORMANCE_OPENCODE_BIN`, or found on PATH (`claude`, `opencode`). Nothing is downloaded here.
+  `CONFORMANCE_OPENCODE_BIN` / `CONFORMANCE_CODEX_BIN`, or found on PATH (`claude`, `opencode`,
+  `codex`). Nothing is downloaded here.
 - Offline settings from PEERS.md: a scratch HOME (and XDG dirs) per run, Claude Code with
   `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1`, opencode with
   `OPENCODE_DISABLE_MODELS_FETCH=1 OPENCODE_DISABLE_AUTOUPDATE=1` and a provider in the project's
@@ -16,6 +17,15 @@ Rules:
   edits inside the project, such as `touch` or `echo > f`, while `python3 -c` is denied), opencode
   with `permission: {bash: deny, webfetch: deny}`; both drop the shell tool from the request and
   work in a temporary project directory seeded from the scenario. The scenarios need no shell.
+- Codex (`codex exec`, Responses wire only) runs with a scratch `CODEX_HOME` whose `config.toml`
+  (`codex_config`) names one custom provider (`wire_api = "responses"`, base URL the proxy, the
+  key from an env variable) and a model catalog (`model_catalog_json`) holding one entry for the
+  run's model, derived from the binary's own bundled catalog (`codex debug models`) with
+  `apply_patch_tool_type = "freeform"` (so `apply_patch` is a custom tool, as local-model users
+  configure it). Model commands run in Codex's own sandbox: `sandbox_mode = "workspace-write"`
+  with `/tmp` and `$TMPDIR` excluded and no network, `approval_policy = "never"` (nothing is
+  escalated): measured on 0.171.0, writes outside the project directory fail with "Read-only
+  file system" while writes inside it succeed.
 - Every run has a wall-clock deadline; at the deadline the CLI's process group (started by this
   module, `start_new_session`) is killed and the run fails with `loop.client_finished`.
 - The task's completion is checked on disk with the scenario's checks (`loop.completion_check`).
@@ -45,9 +55,12 @@ from conformance.net.transport import RawExchange
 from conformance.report.text import ConformanceFailure
 from conformance.wire.dialect import ANTHROPIC, OPENAI, dialect
 
-CLIENTS = ("claude-code", "opencode")
-_BIN_NAMES = {"claude-code": "claude", "opencode": "opencode"}
-_BIN_ENV = {"claude-code": "CONFORMANCE_CLAUDE_BIN", "opencode": "CONFORMANCE_OPENCODE_BIN"}
+CLIENTS = ("claude-code", "opencode", "codex")
+_BIN_NAMES = {"claude-code": "claude", "opencode": "opencode", "codex": "codex"}
+_BIN_ENV = {"claude-code": "CONFORMANCE_CLAUDE_BIN", "opencode": "CONFORMANCE_OPENCODE_BIN",
+            "codex": "CONFORMANCE_CODEX_BIN"}
+_NPM_PACKAGE = {"claude-code": "@anthropic-ai/claude-code", "opencode": "opencode-ai", "codex": "@openai/codex"}
+CODEX_KEY_ENV = "CONFORMANCE_CODEX_KEY"  # the env variable the Codex provider reads its key from
 _SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 # opencode's AI SDK provider package for each wire it can speak (PEERS.md)
 _OPENCODE_PROVIDER = {OPENAI.name: "@ai-sdk/openai-compatible", ANTHROPIC.name: "@ai-sdk/anthropic"}
@@ -72,7 +85,7 @@ def find_binary(client: str, path: str | Path | None = None) -> Path:
         return p
     found = shutil.which(_BIN_NAMES[client])
     if not found:
-        pkg = "@anthropic-ai/claude-code" if client == "claude-code" else "opencode-ai"
+        pkg = _NPM_PACKAGE[client]
         raise ClientNotFound(
             f"{client}: `{_BIN_NAMES[client]}` is not on PATH and {_BIN_ENV[client]} is not set; install it with "
             f"`npm install --prefix DIR {pkg}` and set {_BIN_ENV[client]}=DIR/node_modules/.bin/{_BIN_NAMES[client]}")
@@ -83,7 +96,9 @@ def client_version(binary: Path, timeout: float = 30) -> str:
     try:
         out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=timeout,
                              stdin=subprocess.DEVNULL, env={"PATH": _SAFE_PATH, "HOME": tempfile.gettempdir()})
-        return (out.stdout.strip().split() or ["unknown"])[0]
+        words = out.stdout.strip().split()
+        # `2.1.197 (Claude Code)`, `1.18.33`, `codex-cli 0.171.0`: the first word with a digit
+        return next((w for w in words if any(c.isdigit() for c in w)), words[0] if words else "unknown")
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
 
@@ -164,6 +179,59 @@ def opencode_config(base_url: str, api_key: str, model: str, api: str = OPENAI.n
     }
 
 
+def _env_codex(home: Path, api_key: str) -> dict[str, str]:
+    return {"PATH": _SAFE_PATH, "HOME": str(home), "TMPDIR": str(home / "tmp"), "CODEX_HOME": str(home / ".codex"),
+            CODEX_KEY_ENV: api_key, "NO_COLOR": "1"}
+
+
+def _toml(value: str) -> str:
+    return json.dumps(value)  # a JSON string is a valid TOML basic string
+
+
+def codex_config(base_url: str, model: str, catalog_path: str | Path) -> str:
+    """The scratch CODEX_HOME's config.toml (docs/loop.md): the custom Responses provider at the
+    proxy, the model catalog, Codex's sandbox confined to the project directory, no approvals."""
+    return "\n".join([
+        f"model = {_toml(model)}",
+        'model_provider = "conformance"',
+        f"model_catalog_json = {_toml(str(catalog_path))}",
+        'approval_policy = "never"',
+        'sandbox_mode = "workspace-write"',
+        "",
+        "[sandbox_workspace_write]",
+        "network_access = false",
+        "exclude_tmpdir_env_var = true",
+        "exclude_slash_tmp = true",
+        "",
+        "[model_providers.conformance]",
+        'name = "conformance"',
+        f"base_url = {_toml(base_url.rstrip('/') + '/v1')}",
+        'wire_api = "responses"',
+        f"env_key = {_toml(CODEX_KEY_ENV)}",
+        "",
+    ])
+
+
+def codex_catalog(binary: Path, env: dict[str, str], model: str, timeout: float = 30) -> dict:
+    """A model catalog with one entry for `model`: the binary's own bundled entry (`codex debug
+    models`; the first that uses unified exec, preferring none with code-mode-only tools),
+    renamed, with the freeform apply_patch. Raises RuntimeError when the binary cannot list it."""
+    out = subprocess.run([str(binary), "debug", "models"], capture_output=True, text=True, timeout=timeout,
+                         stdin=subprocess.DEVNULL, env=env)
+    try:
+        models = json.loads(out.stdout)["models"]
+    except (ValueError, KeyError, TypeError):
+        raise RuntimeError(f"`{binary} debug models` gave no catalog (exit {out.returncode}): "
+                           f"{(out.stderr or out.stdout)[-300:]}; this Codex release may predate model catalogs "
+                           "(model_catalog_json)") from None
+    usable = [m for m in models if isinstance(m, dict) and m.get("shell_type") == "unified_exec"] or models
+    plain = [m for m in usable if not m.get("tool_mode")] or usable
+    entry = dict(plain[-1])
+    entry.update({"slug": model, "display_name": model, "apply_patch_tool_type": "freeform", "visibility": "list"})
+    entry.pop("upgrade", None)
+    return {"models": [entry]}
+
+
 def _raw_from_exchange(ex, base_url: str) -> RawExchange:
     req = ex.request
     raw = RawExchange("POST", base_url.rstrip("/") + req.url_path, dict(req.headers), req.body_bytes())
@@ -226,6 +294,14 @@ def run_live(client: str, scenario: Scenario, target: str, *, binary: str | Path
             env = _env_claude(home, base_url, api_key)
             cmd = [str(exe), "-p", scenario.prompt, "--output-format", "json", "--permission-mode", "acceptEdits",
                    "--disallowedTools", "Bash", "--model", model]
+        elif client == "codex":
+            env = _env_codex(home, api_key)
+            codex_home = Path(env["CODEX_HOME"])
+            codex_home.mkdir(parents=True, exist_ok=True)
+            catalog = codex_home / "model-catalog.json"
+            catalog.write_text(json.dumps(codex_catalog(exe, env, model), indent=1))
+            (codex_home / "config.toml").write_text(codex_config(base_url, model, catalog))
+            cmd = [str(exe), "exec", "--skip-git-repo-check", "--color", "never", scenario.prompt]
         else:
             env = _env_opencode(home)
             (project / "opencode.json").write_text(json.dumps(opencode_config(base_url, api_key, model, api), indent=1))

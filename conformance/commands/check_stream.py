@@ -1,11 +1,13 @@
-"""`conformance check-stream FILE --protocol anthropic|openai [--json]`: judge a saved response body.
+"""`conformance check-stream FILE --protocol anthropic|openai|responses [--json]`: judge a saved response body.
 
 Rules:
 - FILE is a raw response body as saved by `curl -N`, a proxy or a capture: an SSE stream is
   judged by the protocol's stream state machine (asked of `dialect(protocol)`; the choices are
   DIALECTS). A JSON body is judged as a non-stream response, or, with `--status` >= 400, as an error body (envelope and status). `-` reads stdin.
 - `--request REQUEST.json` supplies the request body the stream answered: OpenAI rules depend on
-  it (tool_choice, stream_options.include_usage).
+  it (tool_choice, stream_options.include_usage), so does the Responses cap rule (max_output_tokens).
+- `--protocol responses` judges an OpenAI Responses API body (POST /v1/responses, what Codex CLI
+  speaks): its event stream, a Response object, or its error envelope.
 - Exit 0: no error (warnings and notes allowed); 1: errors found; 2: bad usage or an unreadable
   file, with a message that says what, why and how to fix.
 - Output is the one formatter (`format_violation`) or, with --json, the violations as data.
@@ -18,7 +20,8 @@ import sys
 from conformance.wire.dialect import DIALECTS, dialect
 
 NAME = "check-stream"
-HELP = "validate a saved SSE stream (or JSON/error body) against the Anthropic or OpenAI wire rules"
+HELP = ("validate a saved SSE stream (or JSON/error body) against the Anthropic Messages, OpenAI chat or "
+        "OpenAI Responses wire rules")
 
 
 def add_arguments(parser) -> None:
@@ -26,7 +29,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--protocol", required=True, choices=tuple(DIALECTS),
                         help="which wire the body is on")
     parser.add_argument("--request", metavar="REQUEST.json",
-                        help="the request body (OpenAI: tool_choice and stream_options change the rules)")
+                        help="the request body (OpenAI: tool_choice and stream_options change the rules; "
+                        "Responses: max_output_tokens)")
     parser.add_argument("--status", type=int, default=200,
                         help="HTTP status of the response (>= 400 judges FILE as an error body; default 200)")
     parser.add_argument("--json", action="store_true", help="print the verdict and violations as JSON")

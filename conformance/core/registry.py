@@ -21,7 +21,7 @@ from typing import Any
 
 from conformance.core.failures import Violation, Where
 
-_AREAS = ("sse", "anthropic", "openai", "suite", "tools", "identity", "loop", "context", "load",
+_AREAS = ("sse", "anthropic", "openai", "responses", "suite", "tools", "identity", "loop", "context", "load",
           "translation", "reasoning", "http", "capture")
 
 

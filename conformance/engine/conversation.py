@@ -31,7 +31,7 @@ class InvalidRequest(Exception):
 class ToolCall:
     id: str
     name: str
-    input: object  # dict when parseable, else the raw argument text
+    input: object  # dict when parseable, else the raw argument text (a custom tool's raw input)
 
 
 @dataclass
@@ -55,6 +55,8 @@ class Tool:
     name: str
     schema: dict
     description: str = ""
+    kind: str = "function"  # "function" (JSON arguments) or "custom" (Responses freeform: raw text input)
+    namespace: str | None = None  # Responses: the `namespace` tool this one was offered inside
 
 
 @dataclass

@@ -51,6 +51,16 @@ FAULTS: dict[str, str] = {
     "usage-inconsistent": "usage contradicts itself (message_start output_tokens above the final count, input_tokens changing; totals wrong)",
     "hang": f"accepts the request, then never finishes (closed after {HANG_CAP_SECONDS:.0f} s)",
     "hang-with-pings": f"accepts the request, then sends only pings forever (closed after {HANG_CAP_SECONDS:.0f} s)",
+    "custom-tool-as-function": "Responses: a freeform custom tool call (apply_patch) is sent as a function_call with JSON arguments",
+    "custom-tool-dropped": "Responses: a freeform custom tool call is dropped; its input (the patch) comes back as message text",
+    "namespace-flattened": "Responses: a call of a tool inside a namespace comes back as NAMESPACE__NAME with no namespace",
+    "multi-turn-items-rejected": "Responses: 400 on function_call_output / custom_tool_call_output / reasoning input items",
+    "foreign-reasoning-rejected": "Responses: 400 on a reasoning item whose encrypted_content this engine process did not mint",
+    "hosted-tool-rejected": "Responses: 400 on a hosted tool type (web_search) in tools",
+    "responses-missing": "POST /v1/responses answers 404 (a chat-only server)",
+    "terminal-event-missing": "Responses stream ends after the last output_item.done, without response.completed",
+    "sequence-number-gap": "Responses stream: sequence_number skips one value after the first output_item.added",
+    "done-text-mismatch": "Responses stream: output_text / reasoning *.done text lacks the last character of its deltas",
 }
 
 

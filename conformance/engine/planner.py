@@ -55,6 +55,7 @@ _NEEDLE = re.compile(
 )
 _ECHO = re.compile(r"\b(?:repeat|say|echo|reply with)(?:\s+(?:exactly|back|verbatim|only))*\s*:\s*(.+)", re.I | re.S)
 _COUNT = re.compile(r"\bcount\s+from\s+(-?\d+)\s+to\s+(-?\d+)", re.I)
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.M)
 _LONG = re.compile(r"\blong\s+(?:answer|essay|story|text|reply|response)\b|\bat\s+least\s+\d+\s+words\b", re.I)
 
 
@@ -62,7 +63,7 @@ _LONG = re.compile(r"\blong\s+(?:answer|essay|story|text|reply|response)\b|\bat\
 class Reply:
     thinking: str | None = None
     text: str = ""
-    calls: list[tuple[str, dict]] = field(default_factory=list)
+    calls: list[tuple[str, object]] = field(default_factory=list)  # arguments: a dict, or a custom tool's raw text
     stop_reason: str = "end_turn"  # Anthropic names; routes map them
     stop_sequence: str | None = None
     output_tokens: int = 0
@@ -132,7 +133,11 @@ def _calls_in_words(text: str, calls: list[tuple[str, dict]]) -> str:
     to make: the step described in words, with neither a template's call marker nor call JSON."""
     steps = []
     for name, args in calls:
-        target = next((v.strip() for v in args.values() if isinstance(v, str) and v.strip()), "")
+        if isinstance(args, str):  # a freeform tool's raw input (a patch): name the file it touches
+            m = _PATCH_FILE.search(args)
+            target = m.group(1).strip() if m else ""
+        else:
+            target = next((v.strip() for v in args.values() if isinstance(v, str) and v.strip()), "")
         steps.append(f"use the {name} tool" + (f" on {target[:80]}" if target else ""))
     said = f"To do this, I would {' and then '.join(steps)}. Let me know if you want me to go ahead."
     return f"{text}\n\n{said}" if text else said

@@ -12,10 +12,16 @@ loop driver):
   (`Working directory: /x`); without one they stay relative.
 - Templates are evaluated over tool results only (never over the driver's variables). Tool result
   text is cleaned first: `<system-reminder>` blocks, file wrappers (`<file>`, `<content>`,
-  `<path>`, `<type>`), "(End of file ...)" notes and line-number prefixes (`   1→`, `1\t`,
-  `00001| `, `1: `) are removed, so filters see the file's own text.
-- If a turn's tool kind is not offered (e.g. opencode's title request has no tools) the turn
-  cannot be played: `plan()` returns None and the engine answers with plain text.
+  `<path>`, `<type>`), "(End of file ...)" notes, the header of Codex's command output (`Chunk ID:`,
+  `Wall time:`, `Process exited with code N`, ... up to `Output:`) and line-number prefixes
+  (`   1→`, `1\t`, `00001| `, `1: `) are removed, so filters see the file's own text.
+- A client without a file tool of the kind (Codex offers `exec_command` and `apply_patch` only) gets
+  the step through what it does offer: `write` and `edit` become one `apply_patch` call (Codex's
+  patch format, `*** Begin Patch` ... `*** End Patch`; the raw text for a freeform custom tool,
+  `{"input": patch}` for a function tool), and `read`, `list`, `glob`, `grep` (and `write` when no
+  patch tool is offered) become one shell command (`cat`, `ls`, `printf`, `grep`) of the shell tool.
+- If a turn's tool kind is not offered in any of these ways (e.g. opencode's title request has no
+  tools) the turn cannot be played: `plan()` returns None and the engine answers with plain text.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +39,7 @@ TOOL_NAMES = {
     "read": ("read", "read_file", "view"),
     "write": ("write", "write_file", "create_file"),
     "edit": ("edit", "edit_file", "str_replace"),
-    "bash": ("bash", "shell", "run_command"),
+    "bash": ("bash", "shell", "run_command", "exec_command"),
     "list": ("list", "ls", "list_dir"),
     "glob": ("glob",),
     "grep": ("grep", "search"),
@@ -42,10 +49,12 @@ ARG_NAMES = {
     "content": ("content",),
     "old": ("old_string", "oldString", "old_str"),
     "new": ("new_string", "newString", "new_str"),
-    "command": ("command",),
+    "command": ("command", "cmd"),
     "pattern": ("pattern",),
 }
 PATH_ARGS = ("path",)
+PATCH_TOOLS = ("apply_patch",)
+PATCH_BEGIN, PATCH_END = "*** Begin Patch", "*** End Patch"
 
 _WORKDIR = re.compile(r"working directory:\s*(\S+)", re.I)
 _TEMPLATE = re.compile(r"\{\{\s*([^}|]+?)\s*((?:\|\s*[a-z_]+\s*)*)\}\}")
@@ -53,6 +62,9 @@ _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.S)
 _WRAPPER_LINE = re.compile(r"^\s*(</?(file|content)>|<path>.*</path>|<type>.*</type>)\s*$")
 _NOTE_LINE = re.compile(r"^\s*\((End of file|File has more lines|Output truncated)[^)]*\)\s*$", re.I)
 _LINE_PREFIX = re.compile(r"^\s*\d+(?:→|\t|\| ?|: )")
+# Codex's exec_command / apply_patch output starts with `Key: value` lines and `Output:`.
+_EXEC_HEADER = re.compile(r"\A(?:(?:Chunk ID|Wall time|Process exited with code|Exit code|Original token count|"
+                          r"Process running with session ID)[^\n]*\n)+Output:\n")
 
 
 class EngineScenarioError(ValueError):
@@ -198,6 +210,7 @@ def workdir(conv: Conversation) -> str | None:
 
 def clean_result(text: str) -> str:
     text = _REMINDER.sub("", text)
+    text = _EXEC_HEADER.sub("", text, count=1)
     lines = []
     for line in text.splitlines():
         if _WRAPPER_LINE.match(line) or _NOTE_LINE.match(line):
@@ -260,11 +273,65 @@ def render(template: str, results: list[str], result: str) -> str:
 # ---- playing --------------------------------------------------------------------------------
 
 
+def patch_text(kind: str, abstract: dict) -> str | None:
+    """One file step as Codex's patch format (a `write` adds the file, an `edit` replaces lines)."""
+    path = abstract.get("path", "")
+    if kind == "write":
+        body = [f"+{line}" for line in str(abstract.get("content", "")).splitlines()]
+        lines = [f"*** Add File: {path}", *body]
+    elif kind == "edit":
+        old = [f"-{line}" for line in str(abstract.get("old", "")).splitlines()]
+        new = [f"+{line}" for line in str(abstract.get("new", "")).splitlines()]
+        lines = [f"*** Update File: {path}", "@@", *old, *new]
+    else:
+        return None
+    return "\n".join([PATCH_BEGIN, *lines, PATCH_END]) + "\n"
+
+
+def shell_command(kind: str, abstract: dict) -> str | None:
+    """One file step as a shell command line, for a client whose only file tool is its shell."""
+    q = shlex.quote
+    path = abstract.get("path", "")
+    if kind == "read":
+        return f"cat {q(path)}"
+    if kind == "list":
+        return f"ls {q(path or '.')}"
+    if kind == "glob":
+        return f"ls -d {abstract.get('pattern', '*')}"
+    if kind == "grep":
+        return f"grep -rn {q(abstract.get('pattern', ''))} ."
+    if kind == "write":
+        return f"printf '%s' {q(str(abstract.get('content', '')))} > {q(path)}"
+    return None
+
+
+def _joined(abstract: dict, wd: str | None) -> dict:
+    return {k: (posixpath.join(wd, v) if k in PATH_ARGS and wd and not posixpath.isabs(v) else v)
+            for k, v in abstract.items()}
+
+
+def fallback_call(kind: str, abstract: dict, tools: list[Tool], wd: str | None) -> tuple[str, object] | None:
+    """The step through the client's patch or shell tool when it offers no tool of the kind."""
+    abstract = _joined(abstract, wd)
+    by_name = {t.name.lower(): t for t in tools}
+    patch_tool = next((by_name[n] for n in PATCH_TOOLS if n in by_name), None)
+    patch = patch_text(kind, abstract)
+    if patch_tool is not None and patch is not None:
+        if patch_tool.kind == "custom":
+            return patch_tool.name, patch
+        return patch_tool.name, build_args(patch_tool, {"input": patch}, None)
+    shell = map_tool("bash", tools)
+    command = shell_command(kind, abstract)
+    if shell is not None and command is not None:
+        return shell.name, build_args(shell, {"command": command}, None)
+    return None
+
+
 @dataclass
 class Turn:
     thinking: str | None
     text: str | None
-    calls: list[tuple[str, dict]]  # (offered tool name, arguments)
+    calls: list[tuple[str, object]]  # (offered tool name, arguments: a dict, or a custom tool's raw text)
     scenario: str
 
 
@@ -282,11 +349,16 @@ def plan(match: Match, conv: Conversation) -> Turn | None:
         wd = workdir(conv)
         calls = []
         for call in step["tool_calls"]:
-            tool = map_tool(call.get("tool", ""), conv.tools)
-            if tool is None:
-                return None
+            kind = call.get("tool", "")
+            tool = map_tool(kind, conv.tools)
             abstract = {k: render(v, results, result) for k, v in (call.get("args") or {}).items()}
-            calls.append((tool.name, build_args(tool, abstract, wd)))
+            if tool is not None and tool.kind == "function":
+                calls.append((tool.name, build_args(tool, abstract, wd)))
+                continue
+            fallback = fallback_call(kind, abstract, conv.tools, wd)
+            if fallback is None:
+                return None
+            calls.append(fallback)
         return Turn(thinking, None, calls, match.scenario.id)
     return Turn(thinking, render(step["text"], results, result), [], match.scenario.id)
 

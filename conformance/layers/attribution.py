@@ -22,7 +22,8 @@ Rules:
   failure are the router relaying the engine's broken output (WIRE_CONSEQUENCES), not a 2nd bug.
 - The replay forms a client's request has are asked of the two wires the minimal translation
   joins (`minimal.SOURCE` Anthropic -> `minimal.TARGET` OpenAI chat): a request on the source
-  wire has all three; any other request is replayed as it was, on the target wire.
+  wire has all three; any other request is replayed as it was, on its own wire's endpoint (a
+  Responses request on /v1/responses, judged by the Responses grammar).
 - A forwarded body the engine *refuses* is replayed once more in the client's own form: when the
   engine accepts that, the router's translation broke the request -> `router`.
 - The Attribution carries both sides' evidence (violations, status, error text, the first bytes
@@ -45,7 +46,7 @@ from conformance.core.failures import Violation
 from conformance.layers import minimal
 from conformance.net.transport import Deadlines, RawExchange
 from conformance.report.text import format_violation
-from conformance.wire.dialect import DIALECTS
+from conformance.wire.dialect import DIALECTS, is_generation_path
 
 LAYERS = ("router", "engine", "both", "unknown")
 REPLAY_DEADLINES = Deadlines(connect=5, first_content=60, total=120)
@@ -86,9 +87,6 @@ WIRE_CONSEQUENCES = {"stream.event_schema", "response.schema", "stream.event_jso
 REQUEST_ACCEPTED = "suite.request.accepted"
 
 Judge = Callable[[RawExchange, dict, str], list[Violation]]
-
-# A client path that is none of these (count_tokens) is replayed on the engine as it was.
-_GENERATION_ENDPOINTS = tuple(d.generation_path.removeprefix("/v1") for d in DIALECTS.values())
 
 
 def symptom(check_id: str) -> str:
@@ -270,7 +268,7 @@ def attribute(
         engine_api = minimal.TARGET.name if engine_api == "auto" else engine_api
 
     path, body = "", None
-    if not client_path.rstrip("/").endswith(_GENERATION_ENDPOINTS):
+    if not is_generation_path(client_path):
         path, body, att.replayed = client_path, dict(request), "same-path"
     if body is None and engine_api in ("auto", "forwarded"):
         log = received_log(engine_url)
@@ -281,8 +279,12 @@ def attribute(
             and has_messages_route(engine_url):
         path, body, att.replayed = minimal.SOURCE.generation_path, dict(request), "anthropic-direct"
     if body is None and engine_api != minimal.SOURCE.name:  # unless the caller forced the source wire
+        # A request on another wire than the translation's source goes to its own endpoint (a
+        # Responses request to /v1/responses); one on the source wire is translated to chat.
+        own = DIALECTS.get(api)
         body = minimal_openai_request(request) if translatable else dict(request)
-        path, att.replayed = minimal.TARGET.generation_path, "minimal-translation" if translatable else "openai-direct"
+        path = minimal.TARGET.generation_path if translatable or own is None else own.generation_path
+        att.replayed = "minimal-translation" if translatable else f"{judge_api(path)}-direct"
     if body is None:
         att.explanation = "nothing to replay: the engine serves no /v1/messages and no translation was allowed"
         return att
@@ -314,8 +316,9 @@ def attribute(
     if att.replayed == "forwarded" and refused and att.layer in ("engine", "both"):
         # The engine refuses what the router sent. Does it accept the client's own request?
         # Then the router's translation broke the request (the translation report says how).
+        own_path = DIALECTS[api].generation_path if api in DIALECTS else minimal.TARGET.generation_path
         o_path, o_body = (minimal.SOURCE.generation_path, dict(request)) if translatable and has_messages_route(engine_url) else (
-            minimal.TARGET.generation_path, minimal_openai_request(request) if translatable else dict(request))
+            (minimal.TARGET.generation_path, minimal_openai_request(request)) if translatable else (own_path, dict(request)))
         if engine_model:
             o_body = dict(o_body, model=engine_model)
         o_raw = replay(engine_url, o_path, o_body, deadlines=deadlines, api_key=api_key)

@@ -6,10 +6,11 @@ are `conformance.checks.translation`; the public test module is `conformance.sui
 Rules:
 - Four inputs, compared by the `translation.*` checks: what the client sent (the capture
   request), what reached the engine, what the engine answered, what reached the client.
-- The engine's wire is told by the path the router used (`dialect_of`): a Dialect's endpoint
-  (`generation_path`, `count_tokens_path`, under any mount prefix), or the OpenAI Responses API
-  (`RESPONSES_API`, no Dialect). Answers are accumulated by the Dialect's wire grammar
-  (`check_stream` / `check_response`); a Responses answer is not (the wire core has no grammar for it).
+- The engine's wire is told by the path the router used (`dialect_of`, over the one path -> wire
+  map `conformance.wire.dialect.api_for_path`): a Dialect's endpoint (`generation_path`,
+  `count_tokens_path`, under any mount prefix), the OpenAI Responses API included. Answers are
+  accumulated by the Dialect's wire grammar (`check_stream` / `check_response`); a path of no
+  known wire is read as chat completions.
 - What reached the engine comes from a received log: the reference engine's
   `GET /_conformance/received` ({"requests": [{seq, method, path, headers, body}], "total"}), or
   any recorder in front of a real engine that serves the same endpoint (the capture proxy). The
@@ -32,14 +33,12 @@ from typing import Any
 import httpx
 
 from conformance.checks import translation as translation_checks
-from conformance.checks.translation import RESPONSES_API
 from conformance.core.failures import Violation
 from conformance.net.transport import Deadlines, RawExchange
 from conformance.report.text import format_violation
-from conformance.wire.dialect import DIALECTS, Dialect, dialect
+from conformance.wire.dialect import DIALECTS, Dialect, api_for_path, dialect
 
-RESPONSES_PATH = "/v1/responses"
-GENERATION_PATHS = (*(d.generation_path for d in DIALECTS.values()), RESPONSES_PATH)
+GENERATION_PATHS = tuple(d.generation_path for d in DIALECTS.values())
 REPLAY_DEADLINES = Deadlines(connect=5, first_content=60, total=120)
 
 
@@ -133,20 +132,10 @@ def _candidates(entries: list[dict], client_request: dict, since: int | None):
             yield entry
 
 
-def _unversioned(path: str) -> str:
-    # Routers and engines mount the APIs under /v1, /anthropic/v1 or no prefix at all.
-    return path.removeprefix("/v1")
-
-
-def _endpoints(d: Dialect) -> tuple[str, ...]:
-    return tuple(_unversioned(p) for p in (d.generation_path, d.count_tokens_path) if p)
-
-
 def path_dialect(path: str) -> Dialect:
-    """The Dialect whose judge (check_exchange) takes an exchange on `path`: the one whose
-    endpoint the path ends with; OpenAI chat for any other path (the Responses API included)."""
-    p = path.split("?", 1)[0].rstrip("/")
-    return next((d for d in DIALECTS.values() if p.endswith(_endpoints(d))), dialect("openai"))
+    """The Dialect whose judge (check_exchange) takes an exchange on `path` (`api_for_path`);
+    OpenAI chat for a path of no known wire."""
+    return dialect(api_for_path(path) or "openai")
 
 
 def judge_api(path: str) -> str:
@@ -155,9 +144,8 @@ def judge_api(path: str) -> str:
 
 
 def dialect_of(path: str) -> str:
-    """The engine's wire for a hop: a Dialect name, or RESPONSES_API (the OpenAI Responses API)."""
-    p = path.split("?", 1)[0].rstrip("/")
-    return RESPONSES_API if p.endswith(_unversioned(RESPONSES_PATH)) else path_dialect(p).name
+    """The engine's wire for a hop: the Dialect name of its path (`path_dialect`)."""
+    return path_dialect(path).name
 
 
 # ------------------------------------------------------------------------------ replay
@@ -270,13 +258,10 @@ def observe_hop(
         return None, TranslationReport(note="no request carrying this exchange reached the engine (the router answered itself)")
     path = str(entry.get("path", ""))
     api = dialect_of(path)
-    judged = api in DIALECTS  # the wire core judges chat completions and messages, not Responses streams
     engine_request = entry["body"]
     engine_message = entry.get("response_message")  # a recorder that keeps answers
     exact = engine_message is not None
-    if not judged:
-        engine_message, exact = None, False
-    if engine_message is None and replay_answer and judged:
+    if engine_message is None and replay_answer:
         raw = replay(engine_url, path.split("?", 1)[0], engine_request, deadlines=deadlines)
         engine_message = accumulate(raw, engine_request, api)
     hop = translation_checks.Hop(client_request=client_request, engine_request=engine_request, engine_api=api,
@@ -360,9 +345,8 @@ def entries_from_capture(capture) -> list[dict]:
     for seq, ex in enumerate(capture.exchanges):
         req = ex.request
         entry = {"seq": seq, "method": req.method, "path": req.url_path, "body": req.body}
-        if ex.response is not None and isinstance(req.body, dict) and 200 <= ex.response.status < 300 \
-                and dialect_of(req.path) in DIALECTS:
-            wire = DIALECTS.get(req.api, dialect("openai"))  # a path of no known API: read as chat
+        if ex.response is not None and isinstance(req.body, dict) and 200 <= ex.response.status < 300:
+            wire = path_dialect(req.path)  # a path of no known API: read as chat
             chunks = [(c.t, c.data) for c in ex.response.chunks]
             if "text/event-stream" in ex.response.headers.get("content-type", ""):
                 entry["response_message"] = wire.check_stream(chunks, request=req.body).message

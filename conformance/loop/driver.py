@@ -60,16 +60,15 @@ from conformance.core.failures import HasViolations, Violation
 from conformance.core.paths import captured_dir
 from conformance.core.registry import violation
 from conformance.core.results import Result
-from conformance.loop.conversation import conversation
+from conformance.loop.conversation import Conversation, conversation
 from conformance.loop.sandbox import Sandbox, ToolOutcome
 from conformance.loop.scenarios import Scenario, check_completion
-from conformance.loop.tools import CLIENT_FOR_API, offered_tool_names
+from conformance.loop.tools import CLIENT_FOR_API, LOOP_TOOLS, offered_tool_names
 from conformance.net.transport import Deadlines, RawExchange
 from conformance.report.text import ConformanceFailure
 from conformance.wire.dialect import Dialect, ToolCall, dialect
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
-_CWD_RX = re.compile(r"working directory:\s*(/[^\s\"\\<>]+)", re.IGNORECASE)
 
 
 class TemplateError(LookupError):
@@ -99,6 +98,7 @@ def _is_generation_path(path: str, wire: Dialect) -> bool:
 
 def _first_loop_request(cap: Capture, api: str) -> CapturedRequest | None:
     wire = dialect(api)
+    client = conversation(api)
     for ex in cap.main_exchanges():
         req = ex.request
         body = req.body
@@ -106,20 +106,17 @@ def _first_loop_request(cap: Capture, api: str) -> CapturedRequest | None:
             continue
         if not _is_generation_path(req.path, wire):
             continue
-        msgs = body.get("messages") or []
-        if any(isinstance(m, dict) and m.get("role") in ("assistant", "tool") for m in msgs):
-            continue
-        if not any(isinstance(m, dict) and m.get("role") == "user" for m in msgs):
-            continue
-        return req
+        if client.is_first_request(body):
+            return req
     return None
 
 
 def find_template(api: str, root: Path | str | None = None, *, fallback: bool = True) -> Template:
     """The real client's first tool-bearing request for `api` from the capture corpus.
 
-    Preference: the client that speaks this dialect (Claude Code / opencode); case `default`, then a
-    `*tool-loop*` case; the newest client version. Falls back to the bundled recording when the corpus has none."""
+    Preference: the client that speaks this dialect (Claude Code / opencode / Codex); a request
+    offering the client's loop tools (`LOOP_TOOLS`: Codex's freeform apply_patch); case `default`,
+    then a `*tool-loop*` case; the newest client version. Falls back to the bundled recording when the corpus has none."""
     if api not in CLIENT_FOR_API:
         raise ValueError(f"api must be one of {sorted(CLIENT_FOR_API)}, got {api!r}")
     client = CLIENT_FOR_API[api]
@@ -138,7 +135,10 @@ def find_template(api: str, root: Path | str | None = None, *, fallback: bool = 
                 continue
             req = _first_loop_request(cap, api)
             if req is not None:
-                rank = (cap.case == "default", "tool-loop" in cap.case, _version_key(cap.client_version), str(f))
+                offered = set(offered_tool_names(api, req.body))
+                complete = all(t in offered for t in LOOP_TOOLS.get(client, ()))
+                rank = (complete, cap.case == "default", "tool-loop" in cap.case, _version_key(cap.client_version),
+                        str(f))
                 candidates.append((rank, req, cap, f))
     if candidates:
         candidates.sort(key=lambda c: c[0], reverse=True)
@@ -154,52 +154,64 @@ def find_template(api: str, root: Path | str | None = None, *, fallback: bool = 
     return Template(req, f"{cap.id} (bundled fallback {f.name}; captured/ has no {client} first request)")
 
 
-# ---------------------------------------------------------------------------------- first request
-def captured_working_directory(body: dict) -> str | None:
-    """The working directory the client named in its system text (Claude Code's `Primary working
-    directory: X`, opencode's `Working directory: X`)."""
-    texts: list[str] = []
-    system = body.get("system")
-    if isinstance(system, str):
-        texts.append(system)
-    elif isinstance(system, list):
-        texts.extend(b.get("text", "") for b in system if isinstance(b, dict))
-    for m in body.get("messages") or []:
-        if isinstance(m, dict) and m.get("role") == "system":
-            c = m.get("content")
-            texts.append(c if isinstance(c, str) else json.dumps(c))
-    for t in texts:
-        m = _CWD_RX.search(t)
-        if m:
-            return m.group(1).rstrip(".,;")
-    return None
-
-
-def _prompt_slot(body: dict) -> tuple[Any, Any]:
-    """(container, key) of the user's own prompt text in the first user message."""
-    for m in body.get("messages") or []:
-        if not isinstance(m, dict) or m.get("role") != "user":
+def find_stored_history(api: str, root: Path | str | None = None) -> tuple[list[dict], str]:
+    """A stored session of the client of `api` to resume: the history a later request of a
+    captured conversation carries (the one with the most reasoning items carrying
+    encrypted_content), and where it came from. Falls back to the bundled recording."""
+    client = CLIENT_FOR_API[api]
+    talk = conversation(api)
+    try:
+        root_path = Path(root) if root is not None else captured_dir()
+    except FileNotFoundError:
+        root_path = None
+    files = list(iter_capture_files(root_path)) if root_path is not None and root_path.exists() else []
+    best: tuple[int, list[dict], str] | None = None
+    for f in [*files, TEMPLATES_DIR / f"{client}.json"]:
+        if best is not None and f.parent == TEMPLATES_DIR:
+            break  # the corpus had one: the bundled recording is only a fallback
+        try:
+            cap = load_capture(f)
+        except CaptureFormatError:
             continue
-        content = m.get("content")
-        if isinstance(content, str):
-            return m, "content"
-        if isinstance(content, list):
-            texts = [b for b in content if isinstance(b, dict) and b.get("type") == "text"]
-            own = [b for b in texts if not b.get("text", "").lstrip().startswith("<system-reminder>")]
-            if own or texts:
-                return (own or texts)[-1], "text"
-        break
-    raise TemplateError("the template's first user message has no text to replace")
+        if cap.client != client:
+            continue
+        for n, ex in enumerate(cap.main_exchanges(), 1):
+            body = ex.request.body
+            history = talk.stored_history(body) if isinstance(body, dict) and ex.request.api == api else None
+            if history:
+                weight = sum(1 for i in history if i.get("type") == "reasoning" and i.get("encrypted_content"))
+                if best is None or weight > best[0]:
+                    best = (weight, history, f"{cap.id}#{n} ({f})")
+    if best is None:  # pragma: no cover - bundled data is tested
+        raise TemplateError(f"no stored {client} session with reasoning items under {root_path} or {TEMPLATES_DIR}")
+    return best[1], best[2]
+
+
+# ---------------------------------------------------------------------------------- first request
+def captured_working_directory(body: dict, api: str | None = None) -> str | None:
+    """The working directory the client named in its request (Claude Code's `Primary working
+    directory: X`, opencode's `Working directory: X`, Codex's `<cwd>X</cwd>`)."""
+    client = conversation(api) if api is not None else Conversation()
+    return client.working_directory(body)
+
+
+def _prompt_slot(body: dict, api: str | None = None) -> tuple[Any, Any]:
+    """(container, key) of the user's own prompt text in the first user message."""
+    client = conversation(api) if api is not None else Conversation()
+    try:
+        return client.prompt_slot(body)
+    except LookupError as exc:
+        raise TemplateError(str(exc)) from None
 
 
 def build_first_request(template: Template, prompt: str, sandbox_root: Path, model: str | None) -> dict:
     body = copy.deepcopy(template.request.body)
-    old_cwd = captured_working_directory(body)
+    old_cwd = captured_working_directory(body, template.api)
     if old_cwd:
         encoded = json.dumps(body, ensure_ascii=False)
         old_js, new_js = json.dumps(old_cwd)[1:-1], json.dumps(str(sandbox_root))[1:-1]
         body = json.loads(encoded.replace(old_js, new_js))
-    holder, key = _prompt_slot(body)
+    holder, key = _prompt_slot(body, template.api)
     original = holder[key]
     # opencode `run` wraps a prompt containing spaces in literal double quotes (WIRE.md).
     quoted = isinstance(original, str) and len(original) >= 2 and original.startswith('"') and original.rstrip().endswith('"')
@@ -275,14 +287,13 @@ def check_outgoing(body: dict, api: str, received: dict, turn: int) -> list[Viol
     """The driver's own bookkeeping on the request it is about to send as turn `turn`:
     the previous assistant turn came back verbatim and every tool call got exactly one result."""
     out: list[Violation] = []
-    msgs = body.get("messages") or []
-    idx = max((i for i, m in enumerate(msgs) if isinstance(m, dict) and m.get("role") == "assistant"), default=None)
-    if idx is None:
+    client = conversation(api)
+    last = client.last_turn(body)
+    if last is None:
         return [violation("loop.tool_result_paired", "the request carries no assistant message to answer",
                           expected="the previous assistant turn followed by its tool results", seen="none", turn=turn)]
-    sent = msgs[idx]
-    after = msgs[idx + 1:]
-    client = conversation(api)
+    sent, after, idx = last
+    where = f"/{client.history_key}/{idx}"
     want_ids = [call.id for call in dialect(api).tool_calls(received)]
     for kind in client.kept_kinds:
         want, got = client.kept_blocks(received, kind), client.kept_blocks(sent, kind)
@@ -290,12 +301,17 @@ def check_outgoing(body: dict, api: str, received: dict, turn: int) -> list[Viol
             out.append(violation(
                 "loop.thinking_preserved", f"the {kind} blocks sent back differ from the ones received",
                 expected=json.dumps(want)[:300], seen=json.dumps(got)[:300], turn=turn,
-                pointer=f"/messages/{idx}/content"))
+                pointer=f"{where}/content" if client.history_key == "messages" else where))
     sent_ids = client.echoed_call_ids(sent)
     if sent_ids is not None and sent_ids != want_ids:
         out.append(violation("loop.tool_result_paired", "the assistant tool_calls sent back differ from the ones received",
                              expected=json.dumps(want_ids), seen=json.dumps(sent_ids), turn=turn,
-                             pointer=f"/messages/{idx}/tool_calls"))
+                             pointer=f"{where}/tool_calls" if client.history_key == "messages" else where))
+    wrong_kind = client.mismatched_results(sent, after)
+    if wrong_kind:
+        out.append(violation("loop.tool_result_paired", f"tool results of the wrong kind for their calls: {wrong_kind}",
+                             expected="a custom_tool_call_output for a custom_tool_call, a function_call_output "
+                             "for a function_call", seen=json.dumps(wrong_kind)[:300], turn=turn, pointer=where))
     got_ids = client.answered_ids(after)
     missing = [i for i in want_ids if got_ids.count(i) == 0]
     doubled = sorted({i for i in got_ids if got_ids.count(i) > 1})
@@ -305,7 +321,7 @@ def check_outgoing(body: dict, api: str, received: dict, turn: int) -> list[Viol
             "loop.tool_result_paired",
             f"tool results do not pair with the tool calls (missing {missing}, repeated {doubled}, unknown {unknown})",
             expected=f"exactly one result for each of {want_ids}", seen=json.dumps(got_ids), turn=turn,
-            pointer=f"/messages/{idx + 1}"))
+            pointer=f"/{client.history_key}/{idx + 1}"))
     return out
 
 
@@ -421,6 +437,7 @@ class LoopDriver:
         self.expect_model = expect_model if expect_model is not None else model
         self.api_key = api_key or "sk-conformance"
         self.deadlines = deadlines or Deadlines(connect=10, first_content=60, total=180)
+        self.captured_root = captured_root
         self.template = template or find_template(api, captured_root)
         self.workdir = Path(workdir) if workdir else None
         self.keep_sandbox = keep_sandbox
@@ -428,23 +445,28 @@ class LoopDriver:
         # The suite passes its session's sender so a dead target is noticed once for the whole run.
         self.sender = sender
         self.salt_token = salt_token  # --conformance-salt: a run token at the start of the system prompt
+        self._message: Any = None  # the accumulated message whose calls are being answered
 
     # ----- hooks (overridden only by self-tests)
     def echo_assistant(self, message: dict) -> dict:
         return self.conversation.echo_assistant(message)
 
     def result_messages(self, calls: list[CheckedCall], outcomes: list[ToolOutcome]) -> list[dict]:
-        return self.conversation.result_messages([c.id for c in calls], outcomes)
+        return self.conversation.results_for(self._message, [c.id for c in calls], outcomes)
 
     def run_call(self, sandbox: Sandbox, call: CheckedCall) -> ToolOutcome:
         if call.problem:
             return sandbox._error(f"The arguments provided to the tool are invalid: {call.problem}")
-        return sandbox.run(call.name, call.arguments)
+        # a freeform (custom) tool's input is its raw text, never JSON
+        args = {"input": call.call.raw} if call.call.kind == "custom" else call.arguments
+        return sandbox.run(call.name, args, namespace=call.call.namespace)
 
     # ----- mechanics
     def _cache_control(self) -> dict:
         body = self.template.request.body
-        holder, key = _prompt_slot(body)
+        if not self.conversation.moves_cache_breakpoint:
+            return {}
+        holder, key = _prompt_slot(body, self.api)
         if isinstance(holder, dict) and key == "text" and isinstance(holder.get("cache_control"), dict):
             return dict(holder["cache_control"])
         return {"type": "ephemeral"}
@@ -491,6 +513,12 @@ class LoopDriver:
                 from conformance.net.client import salted
 
                 body = salted(body, self.api, self.salt_token)
+            if scenario.mcp_server:
+                self.conversation.attach_mcp_server(body, scenario.mcp_server)
+            if scenario.resume:
+                history, source = find_stored_history(self.api, self.captured_root)
+                self.conversation.resume(body, history)
+                report.template += f"; resumed session {source}"
             offered = offered_tool_names(self.api, body)
             cache_control = self._cache_control()
             forced = False
@@ -573,8 +601,9 @@ class LoopDriver:
                     else:
                         body["tool_choice"] = original_choice
                     forced = False
-                body["messages"].append(self.echo_assistant(message))
-                body["messages"].extend(self.result_messages(calls, record.outcomes))
+                self._message = message
+                self.conversation.append_turn(body, self.echo_assistant(message),
+                                              self.result_messages(calls, record.outcomes))
                 if self.conversation.moves_cache_breakpoint:
                     self._move_cache_control(body, cache_control)
             else:
@@ -593,6 +622,14 @@ class LoopDriver:
             if not self.keep_sandbox and report.passed:
                 shutil.rmtree(root, ignore_errors=True)
         return report
+
+
+def scenario_runs_on(scenario: Scenario, api: str) -> bool:
+    """Whether the client of `api` can run `scenario` (an attached MCP server needs a client that
+    offers its tools in a namespace; a resumed session, one that resends the stored history)."""
+    client = conversation(api)
+    return (not scenario.mcp_server or scenario.mcp_server in client.mcp_servers) and (
+        not scenario.resume or client.resumes_sessions)
 
 
 def run_scenario(target: str, api: str, scenario: Scenario, **kwargs) -> LoopReport:

@@ -18,7 +18,10 @@ Rules:
   opencode 1.18.33 on this machine, see docs/loop.md): Claude Code's Read returns `N\\ttext` lines
   and errors as `<tool_use_error>...</tool_use_error>` with `is_error: true`; opencode's read
   returns `<path>/<type>/<content>` with `N: text` lines and errors as plain text.
-- Both clients refuse to overwrite or edit an existing file that was not read (or written) in
+- Codex's tools (`exec_command`, the freeform `apply_patch`) are `conformance.loop.codex_tools`;
+  `exec_command` runs through the same Bash interpreter and allowlist below (one allowlist).
+  Codex has no read-before-write rule, so the sandbox does not apply it to Codex.
+- Claude Code and opencode refuse to overwrite or edit an existing file that was not read (or written) in
   this session; the sandbox keeps that rule so a loop that skips reading fails as it would live.
 """
 
@@ -28,10 +31,13 @@ import fnmatch
 import os
 import re
 import shlex
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-CLIENTS = ("claude-code", "opencode")
+from conformance.loop import codex_tools
+
+CLIENTS = ("claude-code", "opencode", "codex")
 
 # Commands the Bash tool understands (each implemented below, never executed for real).
 BASH_ALLOWLIST = ("ls", "cat", "echo", "printf", "mkdir", "touch", "wc", "head", "tail", "pwd", "true")
@@ -47,6 +53,7 @@ class ToolOutcome:
     text: str
     is_error: bool = False
     explicit_ok: bool = False  # Claude Code marks Bash successes with `is_error: false`
+    parts: list[dict] | None = None  # the output as content parts, where the client sends parts (Codex's MCP calls)
 
 
 @dataclass
@@ -108,15 +115,15 @@ class Sandbox:
         return str(p)
 
     # ---------------------------------------------------------------- dispatch
-    def run(self, name: str, args: dict) -> ToolOutcome:
+    def run(self, name: str, args: dict, namespace: str | None = None) -> ToolOutcome:
         """Run one tool call and return the text the client would send back. Never raises for
-        anything the model did."""
+        anything the model did. `namespace`: the Responses namespace the called tool sits in."""
         try:
             if not isinstance(args, dict):
                 raise SandboxError(f"tool arguments must be a JSON object, got {type(args).__name__}")
-            impl = self._tools().get(name)
+            impl = self._tools().get(name if namespace is None else f"{namespace}.{name}")
             if impl is None:
-                raise SandboxError(self._unknown_tool(name))
+                raise SandboxError(self._unknown_tool(name if namespace is None else f"{namespace}.{name}"))
             outcome = impl(args)
         except SandboxError as exc:
             outcome = self._error(str(exc))
@@ -129,6 +136,9 @@ class Sandbox:
         return sorted(self._tools())
 
     def _tools(self) -> dict:
+        if self.client == "codex":
+            return {"exec_command": self.codex_exec_command, "apply_patch": self.codex_apply_patch,
+                    f"{codex_tools.MCP_FILES_NAMESPACE}.read_file": self.codex_mcp_read_file}
         if self.client == "claude-code":
             return {"Read": self.cc_read, "Write": self.cc_write, "Edit": self.cc_edit, "Bash": self.cc_bash,
                     "Glob": self.cc_glob, "Grep": self.cc_grep, "LS": self.cc_ls}
@@ -136,6 +146,8 @@ class Sandbox:
                 "glob": self.oc_glob, "grep": self.oc_grep, "list": self.oc_list}
 
     def _unknown_tool(self, name: str) -> str:
+        if self.client == "codex":
+            return codex_tools.unknown_tool(name)
         if self.client == "claude-code":
             return f"No such tool available: {name}"
         return (f"Model tried to call unavailable tool '{name}'. "
@@ -394,6 +406,43 @@ class Sandbox:
             rel = f.relative_to(base)
             lines.append("  " * len(rel.parts) + rel.name)
         return ToolOutcome("\n".join(lines) + "\n")
+
+    # ---------------------------------------------------------------- Codex tools
+    def codex_exec_command(self, args: dict) -> ToolOutcome:
+        """Codex's exec_command through the one Bash interpreter below, cwd pinned inside the root."""
+        cmd = self._arg(args, "cmd")
+        workdir = self._arg(args, "workdir", required=False)
+        cwd = self.resolve(workdir) if workdir else self.root
+        if not cwd.is_dir():
+            raise SandboxError(f"workdir {workdir!r} is not a directory inside {self.root}")
+        start = time.monotonic()
+        out, err, code = self.bash(cmd, cwd=cwd)
+        text = out + (err + "\n" if err and not err.endswith("\n") else err)
+        return ToolOutcome(codex_tools.exec_output(text, code, time.monotonic() - start), is_error=code != 0)
+
+    def codex_apply_patch(self, args: dict) -> ToolOutcome:
+        """Codex's freeform apply_patch; `args["input"]` is the custom tool call's raw text."""
+        text = codex_tools.patch_input(args)
+        if text is None:
+            return ToolOutcome(codex_tools.patch_failure(
+                "the patch text is missing; send the patch as the tool's raw input, from "
+                "'*** Begin Patch' to '*** End Patch'"), True)
+        try:
+            summary = codex_tools.apply_patch_text(self.root, text)
+        except (codex_tools.PatchError, OSError, UnicodeError) as exc:
+            return ToolOutcome(codex_tools.patch_failure(str(exc)), True)
+        return ToolOutcome(codex_tools.patch_output(summary))
+
+    def codex_mcp_read_file(self, args: dict) -> ToolOutcome:
+        """`read_file{path}` of the scenarios' `files` MCP server, as Codex returns an MCP result:
+        content parts, the first `Wall time: S seconds\\nOutput:`."""
+        start = time.monotonic()
+        p = self.resolve(self._arg(args, "path"))
+        if not p.is_file():
+            raise SandboxError(f"{args['path']}: No such file")
+        text = p.read_text(encoding="utf-8", errors="replace")
+        parts = codex_tools.mcp_output(text, time.monotonic() - start)
+        return ToolOutcome("\n".join(x["text"] for x in parts), parts=parts)
 
     # ---------------------------------------------------------------- the Bash interpreter
     def bash(self, command: str, cwd: Path | None = None) -> tuple[str, str, int]:

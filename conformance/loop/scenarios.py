@@ -45,6 +45,8 @@ class Scenario:
     completion: list[dict[str, Any]]
     max_turns: int = 8
     tool_choice_required: bool = False
+    mcp_server: str | None = None  # an MCP server the client has attached (its tools sit in a namespace)
+    resume: bool = False  # the task continues a stored session of the client (its history first)
     script: list[dict[str, Any]] = field(default_factory=list)
     path: Path | None = None
 
@@ -89,6 +91,8 @@ def load_scenario(path: Path | str) -> Scenario:
         variables=dict(data.get("variables") or {}), seed=dict(data.get("seed") or {}),
         completion=list(data.get("completion") or []), max_turns=int(data.get("max_turns", 8)),
         tool_choice_required=bool(data.get("tool_choice_required", False)),
+        mcp_server=data.get("mcp_server"),
+        resume=bool(data.get("resume", False)),
         script=list(data.get("script") or []), path=path,
     )
 

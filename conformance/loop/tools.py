@@ -7,22 +7,30 @@ Rules:
   itself: the captured request's own `tools` array is what the model sees. These tables name
   which dialect runs which client's tools and give the schemas the self-tests compare against.
 - One dialect, one client: the Anthropic wire is driven as Claude Code drives it, the OpenAI
-  chat wire as opencode drives it (`CLIENT_FOR_API`, keyed by the Dialect's name).
+  chat wire as opencode drives it, the Responses wire as Codex CLI drives it (`CLIENT_FOR_API`,
+  keyed by the Dialect's name). Codex 0.171.0 offers `exec_command` (a function tool, JSON
+  arguments `{cmd, workdir?, ...}`) and, with the model catalog's `apply_patch_tool_type:
+  "freeform"`, `apply_patch` as a custom tool whose input is the raw patch text.
 - Which tools a request offers is the Dialect's reader (`offered_tools`), not a copy here.
 """
 
 from __future__ import annotations
 
-from conformance.wire.dialect import ANTHROPIC, OPENAI, dialect
+from conformance.wire.dialect import ANTHROPIC, OPENAI, RESPONSES, dialect
 
-CLIENT_FOR_API = {ANTHROPIC.name: "claude-code", OPENAI.name: "opencode"}
+CLIENT_FOR_API = {ANTHROPIC.name: "claude-code", OPENAI.name: "opencode", RESPONSES.name: "codex"}
 API_FOR_CLIENT = {v: k for k, v in CLIENT_FOR_API.items()}
 
 # Tool names each client offers that the sandbox implements (current + older releases).
 SANDBOX_TOOLS = {
     "claude-code": ("Read", "Write", "Edit", "Bash", "Glob", "Grep", "LS"),
     "opencode": ("read", "write", "edit", "bash", "glob", "grep", "list"),
+    "codex": ("exec_command", "apply_patch"),
 }
+
+# Tools a client's first request must offer to serve as a loop template: Codex offers apply_patch
+# only with a model catalog entry that enables it (captures without one edit through the shell).
+LOOP_TOOLS = {"codex": ("exec_command", "apply_patch")}
 
 # The path argument of each file tool, per client.
 PATH_ARGUMENT = {"claude-code": "file_path", "opencode": "filePath"}

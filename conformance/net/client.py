@@ -109,6 +109,8 @@ def salted(body: dict, api: str, token: str) -> dict:
             # keep key order stable: system right after model/messages is where clients put it
             body["system"] = prefix.rstrip()
         return body
+    if wire is not None and wire.prefix_system(body, prefix):  # a wire that keeps it elsewhere (Responses)
+        return body
     messages = body.get("messages") or []
     for msg in messages:
         if isinstance(msg, dict) and msg.get("role") in ("system", "developer"):

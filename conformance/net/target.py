@@ -1,7 +1,7 @@
 """One target and one way to send to it: every sender of the suite goes through `Target.send`.
 
 Rules:
-- A `Target` is a base URL, the user's key and the deadlines. `url(path, query)` joins the base
+- A `Target` is a base URL, the user's key, the deadlines and the size limits (`Limits`). `url(path, query)` joins the base
   and a path without doubling a `/v1` the user already put in the base URL; `headers(api,
   captured)` are the headers the real client sends on that wire (`conformance.net.client.headers_for`:
   the captured ones minus hop-by-hop and redacted values, the Dialect's default headers, the key
@@ -29,7 +29,7 @@ import httpx
 
 from conformance.net import transport
 from conformance.net.client import headers_for, target_url
-from conformance.net.transport import ContentPredicate, Deadlines, RawExchange
+from conformance.net.transport import ContentPredicate, Deadlines, Limits, RawExchange
 from conformance.wire.dialect import DIALECTS
 
 
@@ -52,6 +52,7 @@ class Target:
     base_url: str
     api_key: str | None = None
     deadlines: Deadlines = field(default_factory=Deadlines)
+    limits: Limits = field(default_factory=Limits)
 
     def url(self, path: str, query: str = "") -> str:
         return target_url(self.base_url, path, query)
@@ -86,10 +87,10 @@ class Target:
         predicate = content_predicate(api) if content_started else None
         if client is not None:
             return await transport.send(method, url, headers=hdrs, body=body, deadlines=deadlines,
-                                        first_content=predicate, client=client)
+                                        first_content=predicate, client=client, limits=self.limits)
         async with self.async_client(deadlines) as own:
             return await transport.send(method, url, headers=hdrs, body=body, deadlines=deadlines,
-                                        first_content=predicate, client=own)
+                                        first_content=predicate, client=own, limits=self.limits)
 
     def send_sync(self, api: str | None, path: str, body: bytes = b"", **kwargs) -> RawExchange:
         """`send` from synchronous code (a fresh event loop). Must not be called from a running one."""

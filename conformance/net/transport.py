@@ -11,8 +11,25 @@ Rules:
   Only programming errors raise.
 - Chunks are kept exactly as they arrived (no re-chunking), with the time since the request was
   sent, so framing survives into reports and replays.
+- The suite's own work is bounded (`Limits`): the response may be at most `response_bytes`; an
+  event stream's line at most `line_bytes` between line ends (LF or CR) and its event at most
+  `event_bytes` between blank lines. The counting runs on the raw bytes as they arrive, before
+  any decoder (`ByteCaps`: a few `rfind` per chunk), so a 200 MB event or 300 MB with no newline
+  is refused after the cap plus at most one chunk, and the exchange ends with the error kind
+  `limit_response_size`, `limit_line_size` or `limit_event_size` (judged by
+  `conformance.checks.limits`). The chunks before the one that passed the cap are kept;
+  `RawExchange.bytes_read` counts that one too. Line and event caps apply to
+  `text/event-stream` bodies only: a JSON body is one long line by nature.
+- The total deadline bounds the judging too: a RawExchange carries the deadline it was sent
+  under, and `judging_budget()` is what the transfer left of it (at least JUDGE_GRACE); the judge
+  (`conformance.checks.exchange.judge_stages`) stops between stages once that is spent.
+- Content-started detection is incremental (`ContentWatch`): the predicate sees only the events
+  completed since its last call, and is called only when a chunk completes an event (a blank line
+  arrives), so the work is linear in the bytes received; a body that opens with `{` or `[` is
+  content from its first byte, as the Dialect predicates say.
 - A request that asks for a content coding (accept-encoding other than identity, see
-  net/client.py) gets its chunks decoded as they arrive (httpx's decoders), arrival times kept.
+  net/client.py) gets its chunks decoded as they arrive (httpx's decoders), arrival times kept;
+  the caps then count the decoded bytes (what is kept and judged).
 """
 
 from __future__ import annotations
@@ -24,7 +41,14 @@ from dataclasses import dataclass, field
 
 import httpx
 
-ERROR_KINDS = ("connect", "deadline_first_byte", "deadline_first_content", "deadline_total", "read", "protocol")
+LIMIT_KINDS = ("limit_response_size", "limit_line_size", "limit_event_size")
+ERROR_KINDS = ("connect", "deadline_first_byte", "deadline_first_content", "deadline_total", "read", "protocol",
+               *LIMIT_KINDS)
+MIB = 1024 * 1024
+# The least time judging gets after the transfer (RawExchange.judging_budget): a few times what
+# judging the largest response the size caps let through costs here (benchmarks/bench_bounds.py).
+JUDGE_GRACE = 30.0
+ContentPredicate = Callable[[bytes], bool]
 
 
 @dataclass(frozen=True)
@@ -35,6 +59,99 @@ class Deadlines:
 
     def scaled(self, factor: float) -> Deadlines:
         return Deadlines(self.connect, self.first_content * factor, self.total * factor)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Size caps on what the suite reads (module rules). The defaults are far above anything a
+    client meets (a 128k-token answer is well under 1 MiB of SSE) and low enough that decoding
+    and judging a capped response stays a small part of the total deadline
+    (benchmarks/bench_bounds.py)."""
+
+    response_bytes: int = 64 * MIB
+    line_bytes: int = 8 * MIB
+    event_bytes: int = 16 * MIB
+
+
+# Two line ends in a row, in any of the three spellings (LF, CR, CRLF), always contain one of these.
+_BLANK_LINE = (b"\n\n", b"\r\r", b"\n\r")
+
+
+def _last_blank_line_end(data: bytes | bytearray, start: int = 0) -> int:
+    """Index just past the last blank line in data[start:], or -1 when there is none."""
+    best = -1
+    for pattern in _BLANK_LINE:
+        i = data.rfind(pattern, start)
+        if i >= 0 and i + 2 > best:
+            best = i + 2
+    return best
+
+
+class ByteCaps:
+    """Counts bytes as they arrive; `feed` returns (error kind, text) once a cap is passed."""
+
+    def __init__(self, limits: Limits, *, event_stream: bool) -> None:
+        self.limits = limits
+        self.event_stream = event_stream
+        self.total = 0
+        self.since_line_end = 0
+        self.since_blank_line = 0
+        self._last = b""  # the previous chunk's last byte: a blank line can straddle two chunks
+
+    def feed(self, chunk: bytes) -> tuple[str, str] | None:
+        lim = self.limits
+        self.total += len(chunk)
+        if self.total > lim.response_bytes:
+            return ("limit_response_size",
+                    f"the response passed the maximum response size of {lim.response_bytes} bytes "
+                    f"({self.total} bytes read); the rest was not read")
+        if not self.event_stream:
+            return None
+        line_end = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
+        self.since_line_end = len(chunk) - line_end - 1 if line_end >= 0 else self.since_line_end + len(chunk)
+        joined = self._last + chunk
+        blank = _last_blank_line_end(joined)
+        self.since_blank_line = (len(joined) - blank if blank >= 0 else self.since_blank_line + len(chunk))
+        self._last = chunk[-1:]
+        if self.since_line_end > lim.line_bytes:
+            return ("limit_line_size",
+                    f"an event-stream line passed the maximum line size of {lim.line_bytes} bytes "
+                    f"({self.since_line_end} bytes without a line end, {self.total} bytes read); the rest was not read")
+        if self.since_blank_line > lim.event_bytes:
+            return ("limit_event_size",
+                    f"an event passed the maximum event size of {lim.event_bytes} bytes "
+                    f"({self.since_blank_line} bytes without a blank line, {self.total} bytes read); "
+                    "the rest was not read")
+        return None
+
+
+class ContentWatch:
+    """Incremental first-content detection over a bytes predicate (module rules)."""
+
+    def __init__(self, predicate: ContentPredicate | None) -> None:
+        self.predicate = predicate
+        self.pending = bytearray()  # bytes since the last event boundary the predicate has seen
+        self._head_decided = False
+
+    def feed(self, chunk: bytes) -> bool:
+        """True once content has started (the caller stops feeding then)."""
+        if self.predicate is None:
+            return True
+        tail = self.pending[-1:]
+        self.pending.extend(chunk)
+        if not self._head_decided:
+            head = self.pending.lstrip()[:1]
+            if not head:
+                return False
+            self._head_decided = True
+            if head in (b"{", b"["):
+                return self.predicate(bytes(self.pending))
+        if _last_blank_line_end(tail + chunk) < 0:
+            return False  # no event completed by this chunk: nothing new to ask about
+        cut = _last_blank_line_end(self.pending, max(0, len(self.pending) - len(chunk) - 2))
+        window = bytes(self.pending[:cut])
+        del self.pending[:cut]
+        return self.predicate(window)
 
 
 @dataclass
@@ -51,6 +168,15 @@ class RawExchange:
     elapsed: float = 0.0
     first_byte_at: float | None = None
     first_content_at: float | None = None
+    bytes_read: int = 0  # off the socket, the chunk that passed a cap included (it is not kept)
+    deadline_total: float | None = None  # the total deadline it was sent under (None: unknown)
+
+    def judging_budget(self) -> float | None:
+        """Seconds left for decoding and judging: what the transfer left of the total deadline,
+        but at least JUDGE_GRACE (a stream that ends just inside its deadline is still judged)."""
+        if self.deadline_total is None:
+            return None
+        return max(self.deadline_total - self.elapsed, JUDGE_GRACE)
 
     def body(self) -> bytes:
         return b"".join(c for _, c in self.chunks)
@@ -64,8 +190,6 @@ class RawExchange:
         return self.response_headers.get("content-type", "")
 
 
-ContentPredicate = Callable[[bytes], bool]
-
 
 async def send(
     method: str,
@@ -76,32 +200,38 @@ async def send(
     deadlines: Deadlines = Deadlines(),
     first_content: ContentPredicate | None = None,
     client: httpx.AsyncClient | None = None,
+    limits: Limits = Limits(),
 ) -> RawExchange:
-    """Send one request and read the whole response under the deadlines."""
+    """Send one request and read the response under the deadlines and the size limits."""
     headers = dict(headers or {})
-    ex = RawExchange(method, url, headers, body)
+    ex = RawExchange(method, url, headers, body, deadline_total=deadlines.total)
     start = time.monotonic()
     own_client = client is None
     if client is None:
         client = httpx.AsyncClient(timeout=httpx.Timeout(deadlines.total, connect=deadlines.connect))
-    received = bytearray()
+    watch = ContentWatch(first_content)
 
     async def run() -> None:
         async with client.stream(method, url, headers=headers, content=body) as resp:
             ex.status = resp.status_code
             ex.response_headers = {k.lower(): v for k, v in resp.headers.items()}
+            caps = ByteCaps(limits, event_stream="text/event-stream" in ex.response_headers.get("content-type", ""))
             # Asked for a content coding (the client's own accept-encoding): record decoded bytes.
             decode = headers.get("accept-encoding", headers.get("Accept-Encoding", "identity")) != "identity"
             async for chunk in (resp.aiter_bytes() if decode else resp.aiter_raw()):
                 now = time.monotonic() - start
                 if ex.first_byte_at is None:
                     ex.first_byte_at = now
-                ex.chunks.append((now, bytes(chunk)))
-                if ex.first_content_at is None:
-                    received.extend(chunk)
-                    if first_content is None or first_content(bytes(received)):
-                        ex.first_content_at = now
-                        received.clear()
+                chunk = bytes(chunk)
+                over = caps.feed(chunk)
+                ex.bytes_read = caps.total
+                if over is not None:
+                    ex.error_kind, ex.error = over
+                    return  # leaving the stream closes the connection: nothing more is read
+                ex.chunks.append((now, chunk))
+                if ex.first_content_at is None and watch.feed(chunk):
+                    ex.first_content_at = now
+                    watch.pending.clear()
 
     async def watch_first_content(task: asyncio.Task) -> None:
         await asyncio.sleep(deadlines.first_content)
@@ -127,8 +257,14 @@ async def send(
             raise
     except httpx.ConnectError as exc:
         ex.error_kind, ex.error = "connect", f"cannot connect to {url}: {exc}"
+    except httpx.ConnectTimeout as exc:
+        ex.error_kind = "deadline_total"
+        ex.error = f"the connect deadline of {deadlines.connect:g}s fired: no connection ({exc or 'ConnectTimeout'})"
     except httpx.TimeoutException as exc:
-        ex.error_kind, ex.error = "deadline_total", f"timed out: {type(exc).__name__} {exc}"
+        # httpx's own read/write/pool timeouts are set to the total deadline (Target.async_client)
+        ex.error_kind = "deadline_total"
+        ex.error = (f"the total deadline of {deadlines.total:g}s fired as the socket's {type(exc).__name__} "
+                    f"(no byte moved for that long): {exc or type(exc).__name__}")
     except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
         ex.error_kind, ex.error = "read", f"the connection broke mid-response: {type(exc).__name__}: {exc}"
     except httpx.HTTPError as exc:

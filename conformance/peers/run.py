@@ -175,8 +175,33 @@ def router_for(stack: Stack, engine_url: str, upstream_model: str) -> ManagedSer
     return None
 
 
+PROGRESS_EVERY_S = 5.0
+
+
+def _progress_while_running(label: str, log: Path, every: float = PROGRESS_EVERY_S):
+    """A thread that says, every few seconds, which stack runs, for how long and the log's last
+    line (pytest's progress, e.g. `....  [ 40%]`): a stack's suite run takes minutes."""
+    import threading
+
+    stop = threading.Event()
+    t0 = time.monotonic()
+
+    def beat() -> None:
+        while not stop.wait(every):
+            try:
+                lines = [ln for ln in log.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
+            except OSError:
+                lines = []
+            last = lines[-1].strip()[-100:] if lines else "(no output yet)"
+            print(f"peers: {label} running for {time.monotonic() - t0:.0f} s: {last}", flush=True)
+
+    thread = threading.Thread(target=beat, name="peers-progress", daemon=True)
+    thread.start()
+    return stop
+
+
 def run_stack(stack: Stack, engines: Engines, *, reports: Path, trimmed: Path | None, versions: dict[str, str],
-              use_baseline: bool, timeout: float, write_baseline: Path | None = None) -> dict:
+              use_baseline: bool, timeout: float, write_baseline: Path | None = None, position: str = "") -> dict:
     t0 = time.monotonic()
     rec: dict = {"stack": stack.name, "title": stack.title, "api": stack.api}
     model = components.REAL_MODEL if stack.real_model else components.ENGINE_MODEL
@@ -212,12 +237,15 @@ def run_stack(stack: Stack, engines: Engines, *, reports: Path, trimmed: Path | 
             print(f"peers: [{stack.name}] {stack.title}\n  $ {' '.join(cmd[2:])}", flush=True)
             log = reports / f"{stack.name}.log"
             with log.open("w", encoding="utf-8") as fh:
+                progress = _progress_while_running(f"[{stack.name}]" + (f" (stack {position})" if position else ""), log)
                 try:
                     proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout, cwd=components.REPO)
                     rc = proc.returncode
                 except subprocess.TimeoutExpired:
                     rc = -1
                     fh.write(f"\npeers: the suite run did not finish within {timeout:.0f} s\n")
+                finally:
+                    progress.set()
             tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:]
             print("  " + "\n  ".join(tail), flush=True)
             rec.update(exit_code=rc, baseline=str(baseline.relative_to(components.REPO)) if baseline else None,
@@ -279,7 +307,8 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             records.append(run_stack(stack, engines, reports=reports, trimmed=trimmed, versions=versions,
                                      use_baseline=not args.no_baseline, timeout=min(args.timeout, left),
-                                     write_baseline=Path(args.write_baselines).resolve() if args.write_baselines else None))
+                                     write_baseline=Path(args.write_baselines).resolve() if args.write_baselines else None,
+                                     position=f"{i + 1}/{len(order)}"))
             done_engines.add(stack.engine)
             rest = {s.engine for s in order[i + 1:]}
             for kind in list(engines.servers):

@@ -26,6 +26,9 @@ Rules:
 - Usable agent context: whether the target counts input + max_tokens against the limit (a
   request whose input fits but whose input + max_tokens does not), and so how much context is left
   for each client given the max_tokens it sends.
+- Progress: each needle point says its length and depth and how far along the sweep is, each
+  sized attempt its share of the limit, with a heartbeat while one takes long
+  (conformance.probes.progress).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from conformance.checks import context as _context_checks  # noqa: F401  (regist
 from conformance.checks.exchange import check_exchange
 from conformance.core import registry
 from conformance.net.transport import Deadlines, RawExchange
+from conformance.probes import progress
 from conformance.probes.common import (
     ProbeOutcome,
     Target,
@@ -250,8 +254,9 @@ class ContextProbe:
 
     def __init__(self, target: Target, limit: LimitInfo, *, counter: TokenCounter | None = None,
                  answer_tokens: int = ANSWER_TOKENS, refuse_within: float = REFUSE_WITHIN_S,
-                 seed: int = HAYSTACK_SEED) -> None:
+                 seed: int = HAYSTACK_SEED, sink: progress.Sink | None = None) -> None:
         self.target = target
+        self.sink = sink  # progress lines (conformance.probes.progress); None = the process's sink
         self.limit = limit
         self.counter = counter or TokenCounter(target)
         self.answer_tokens = answer_tokens
@@ -348,16 +353,20 @@ class ContextProbe:
         if limit is None:
             raise ValueError("the context limit is unknown: pass it as an option (--conformance-context-limit)")
         points: list[NeedlePoint] = []
-        for fraction in fractions:
+        for fi, fraction in enumerate(fractions, 1):
             # leave room for the answer: at 99% of a small limit 1% cannot hold it (still within ±2%)
             intended = min(round(fraction * limit), limit - self.answer_tokens) if fraction < 1 else round(fraction * limit)
             ceiling = limit - 1 if fraction < 1 else None
-            for depth in depths:
+            for di, depth in enumerate(depths, 1):
                 phrase = needle_phrase(f"{fraction}:{depth}")
-                sized = await self.size(intended, depth=depth, ceiling=ceiling, phrase=phrase)
-                max_tokens = self.max_tokens_for(sized.tokens)
-                body = self.request(sized.n_sentences, depth, phrase, max_tokens)
-                raw = await send(self.target, body)
+                label = (f"context: needle length {fi}/{len(fractions)} ({round(fraction * 100)}% of {limit} tokens), "
+                         f"depth {di}/{len(depths)} ({round(depth * 100)}%), point {len(points) + 1}/"
+                         f"{len(fractions) * len(depths)}")
+                async with progress.step(label, self.sink):
+                    sized = await self.size(intended, depth=depth, ceiling=ceiling, phrase=phrase)
+                    max_tokens = self.max_tokens_for(sized.tokens)
+                    body = self.request(sized.n_sentences, depth, phrase, max_tokens)
+                    raw = await send(self.target, body)
                 point = NeedlePoint(fraction, depth, intended, sized.tokens, None, phrase, "failed", "")
                 if raw.ok:
                     judged = check_exchange(raw, body, api=self.target.api)
@@ -400,8 +409,9 @@ class ContextProbe:
             dl = Deadlines(connect=self.target.deadlines.connect,
                            first_content=max(self.refuse_within * 3, self.target.deadlines.first_content),
                            total=max(self.refuse_within * 3, self.target.deadlines.total))
-            self._attempts[key] = await self.attempt(round(factor * limit), 0.0, f"over:{factor}", ceiling=None,
-                                                     exact=False, max_tokens=self.answer_tokens, deadlines=dl)
+            async with progress.step(f"context: {round(factor * 100)}% of the limit {limit} tokens", self.sink):
+                self._attempts[key] = await self.attempt(round(factor * limit), 0.0, f"over:{factor}", ceiling=None,
+                                                         exact=False, max_tokens=self.answer_tokens, deadlines=dl)
         return self._attempts[key]
 
     async def under(self, fraction: float, limit: int | None = None) -> Attempt:
@@ -411,8 +421,9 @@ class ContextProbe:
         if key not in self._attempts:
             # within ±2% of the fraction, and never over the limit it is meant to fit
             ceiling = min(limit - 1, round(fraction * limit * (1 + TOLERANCE)))
-            self._attempts[key] = await self.attempt(round(fraction * limit), 0.0, f"under:{fraction}:{limit}",
-                                                     ceiling=ceiling)
+            async with progress.step(f"context: {round(fraction * 100, 1)}% of the limit {limit} tokens", self.sink):
+                self._attempts[key] = await self.attempt(round(fraction * limit), 0.0, f"under:{fraction}:{limit}",
+                                                         ceiling=ceiling)
         return self._attempts[key]
 
 
@@ -542,7 +553,8 @@ async def advertised_outcome(probe: ContextProbe, *, max_factor: float = 4.0) ->
     # the attempts below are sized against the advertised value, whatever the option says
     adv_probe = probe if info.limit == adv else ContextProbe(probe.target, LimitInfo(advertised=adv, source=info.source),
                                                              counter=probe.counter, answer_tokens=probe.answer_tokens,
-                                                             refuse_within=probe.refuse_within, seed=probe.seed)
+                                                             refuse_within=probe.refuse_within, seed=probe.seed,
+                                                             sink=probe.sink)
     below = await adv_probe.under(0.99)
     figures["at_99pct"] = {"tokens": below.tokens, "status": below.raw.status, "error": below.raw.error_kind}
     if not below.accepted:

@@ -16,6 +16,8 @@ Rules:
 - How much the short requests really overlapped the long one is reported (`overlap`): an engine
   that finishes the long request before the first short one starts shows no interference, and
   the figures say so instead of claiming a ratio of 1 means no cost.
+- Progress: every phase and request says which it is and how far along (phase k/4, request i/n),
+  with a heartbeat while one takes long (conformance.probes.progress).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import Any
 from conformance.checks import load as _load_checks  # noqa: F401  (registers the load.* ids)
 from conformance.checks.exchange import check_exchange
 from conformance.core import registry
+from conformance.probes import progress
 from conformance.probes.common import (
     ProbeOutcome,
     Target,
@@ -72,10 +75,12 @@ def _short(target: Target, i: int, phase: str) -> dict[str, Any]:
                          salt=f"{target.salt}-{phase}-{i}")
 
 
-async def _shorts(target: Target, count: int, phase: str, t0: float) -> list[Timed]:
+async def _shorts(target: Target, count: int, phase: str, t0: float, sink: progress.Sink | None = None,
+                  step: str = "") -> list[Timed]:
     out = []
     for i in range(count):
-        out.append(await _timed(target, _short(target, i, phase), f"{phase} short {i + 1}", t0))
+        async with progress.step(f"interference: {step}, short request {i + 1}/{count}", sink):
+            out.append(await _timed(target, _short(target, i, phase), f"{phase} short {i + 1}", t0))
         if not out[-1].ok:
             break  # fail fast: a hung target costs one deadline, not one per request
     return out
@@ -96,7 +101,8 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 
 async def interference_probe(target: Target, *, limit: int | None = None, long_fraction: float = 0.5,
                              long_tokens: int | None = None, short_count: int = 6, parallel_long: int = 3,
-                             counter: TokenCounter | None = None) -> list[ProbeOutcome]:
+                             counter: TokenCounter | None = None,
+                             sink: progress.Sink | None = None) -> list[ProbeOutcome]:
     """Run the four phases and return `load.interference` and `load.long_context_parallel`."""
     info = await discover_limit(target, limit)
     if long_tokens is None:
@@ -105,17 +111,21 @@ async def interference_probe(target: Target, *, limit: int | None = None, long_f
             return [ProbeOutcome("load.interference", "unverifiable", msg),
                     ProbeOutcome("load.long_context_parallel", "unverifiable", msg)]
         long_tokens = round(long_fraction * info.limit)
-    cp = ContextProbe(target, info if info.known else LimitInfo(configured=long_tokens * 2), counter=counter)
-    sized = await cp.size(long_tokens, ceiling=(info.limit - 1) if info.limit else None)
+    cp = ContextProbe(target, info if info.known else LimitInfo(configured=long_tokens * 2), counter=counter, sink=sink)
+    async with progress.step(f"interference: sizing the long request ({long_tokens} tokens)", sink):
+        sized = await cp.size(long_tokens, ceiling=(info.limit - 1) if info.limit else None)
 
     def long_body(i: int) -> dict[str, Any]:
         return cp.request(sized.n_sentences, 0.5, needle_phrase(f"interference:{i}"),
                           cp.max_tokens_for(sized.tokens), salt=f"{target.salt}-long-{i}")
 
     t0 = time.monotonic()
-    alone = await _shorts(target, short_count, "alone", t0)
+    alone = await _shorts(target, short_count, "alone", t0, sink, "phase 1/4 (short requests alone)")
     early = [r for r in alone if not r.ok]
-    long_alone = None if early else await _timed(target, long_body(0), "long alone", t0)
+    long_alone = None
+    if not early:
+        async with progress.step(f"interference: phase 2/4 (one {sized.tokens}-token request alone)", sink):
+            long_alone = await _timed(target, long_body(0), "long alone", t0)
     if long_alone is not None and not long_alone.ok:
         early.append(long_alone)
     if early:  # fail fast: the target cannot serve these alone; measuring interference means nothing
@@ -130,12 +140,15 @@ async def interference_probe(target: Target, *, limit: int | None = None, long_f
 
     long_task = asyncio.ensure_future(_timed(target, long_body(1), "long in flight", t0))
     await asyncio.sleep(0)  # let the long request go out first
-    during = await _shorts(target, short_count, "during", t0)
-    long_during = await long_task
+    during = await _shorts(target, short_count, "during", t0, sink,
+                           "phase 3/4 (short requests with one long request in flight)")
+    async with progress.step("interference: phase 3/4, waiting for the long request in flight", sink):
+        long_during = await long_task
     overlap = sum(1 for r in during if r.started < long_during.finished)
 
-    parallel = list(await asyncio.gather(*(_timed(target, long_body(10 + i), f"long parallel {i + 1}", t0)
-                                           for i in range(parallel_long))))
+    async with progress.step(f"interference: phase 4/4 ({parallel_long} long requests at once)", sink):
+        parallel = list(await asyncio.gather(*(_timed(target, long_body(10 + i), f"long parallel {i + 1}", t0)
+                                               for i in range(parallel_long))))
 
     a, d = _summary(alone), _summary(during)
     figures = {

@@ -8,6 +8,10 @@ Rules:
   capture format's encoding, `conformance.capture.format.Chunk`), `curl.sh` (the key comes from
   $CONFORMANCE_API_KEY, never from the file), `reproduce.txt` (the `conformance replay` / pytest command lines) and
   `versions.json`.
+- What a folder records of a response is capped like what the transport reads
+  (`conformance.net.transport.Limits.response_bytes`, or `max_response_bytes=`): past the cap the
+  raw file and the chunk records stop, and the status line of `N.response.chunks.jsonl` says
+  `"truncated": {"kept": bytes, "of": bytes}`.
 - Secrets never reach disk: credentials in headers are replaced by `<redacted:...>`
   (`conformance.capture.redact.redact_credentials`, the one redactor); captured bodies are
   already redacted by the capture proxy.
@@ -26,6 +30,7 @@ from typing import Any
 from conformance.capture.format import Chunk
 from conformance.capture.redact import redact_credentials
 from conformance.core.failures import Violation
+from conformance.net.transport import Limits
 from conformance.report.text import format_failure
 
 
@@ -33,7 +38,7 @@ def prepare(report_dir: Path) -> None:
     report_dir = Path(report_dir)
     for sub in ("results", "failures"):
         shutil.rmtree(report_dir / sub, ignore_errors=True)
-    for name in ("summary.md",):
+    for name in ("summary.md", "report.html"):
         (report_dir / name).unlink(missing_ok=True)
     report_dir.mkdir(parents=True, exist_ok=True)
 
@@ -57,6 +62,19 @@ def curl_command(method: str, url: str, headers: dict[str, str], body_file: str,
     return " ".join(parts)
 
 
+def capped_chunks(chunks: list[tuple[float, bytes]], cap: int) -> tuple[list[tuple[float, bytes]], int]:
+    """The chunks up to `cap` bytes (the last one cut at the cap), and the full size."""
+    out: list[tuple[float, bytes]] = []
+    kept = size = 0
+    for t, data in chunks:
+        size += len(data)
+        if kept < cap:
+            part = data[: cap - kept]
+            out.append((t, part))
+            kept += len(part)
+    return out, size
+
+
 def write_failure_folder(
     folder: Path,
     *,
@@ -66,6 +84,7 @@ def write_failure_folder(
     reproduce: list[str],
     versions: dict[str, str],
     extra: dict[str, str] | None = None,
+    max_response_bytes: int | None = None,
 ) -> Path:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -73,6 +92,7 @@ def write_failure_folder(
         format_failure(title, violations, reproduce=reproduce, extra=extra) + "\n", encoding="utf-8")
     (folder / "violations.json").write_text(
         json.dumps([v.to_dict() for v in violations], indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    cap = max_response_bytes if max_response_bytes is not None else Limits().response_bytes
     curls = ["#!/bin/sh", "# Re-send the exact requests of this failure. The key is read from the environment.",
              'cd "$(dirname "$0")"']
     for n, sent in enumerate(exchanges, 1):
@@ -83,12 +103,18 @@ def write_failure_folder(
             "note": sent.note, "method": raw.method, "url": raw.url,
             "headers": redact_credentials(raw.request_headers), "body": sent.request,
         }, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        (folder / f"{n}.response.raw").write_bytes(raw.body())
+        chunks, size = capped_chunks(raw.chunks, cap)
+        with (folder / f"{n}.response.raw").open("wb") as fh:
+            for _t, data in chunks:
+                fh.write(data)
         with (folder / f"{n}.response.chunks.jsonl").open("w", encoding="utf-8") as fh:
-            fh.write(json.dumps({"status": raw.status, "headers": raw.response_headers, "error_kind": raw.error_kind,
-                                 "error": raw.error, "elapsed": round(raw.elapsed, 6),
-                                 "first_content_at": raw.first_content_at}, ensure_ascii=False) + "\n")
-            for t, data in raw.chunks:
+            head = {"status": raw.status, "headers": raw.response_headers, "error_kind": raw.error_kind,
+                    "error": raw.error, "elapsed": round(raw.elapsed, 6), "first_content_at": raw.first_content_at}
+            kept = sum(len(d) for _t, d in chunks)
+            if kept < size:
+                head["truncated"] = {"kept": kept, "of": size}
+            fh.write(json.dumps(head, ensure_ascii=False) + "\n")
+            for t, data in chunks:
                 fh.write(json.dumps(Chunk(t, data).to_json(), ensure_ascii=False) + "\n")
         stream = isinstance(sent.request, dict) and sent.request.get("stream") is True
         curls.append(f"# {n}: {sent.note or raw.url}")

@@ -2,6 +2,8 @@
 
 Rules:
 - Built only from the results record (conformance.core.results); never re-derives a verdict.
+- One table per check area (anthropic, suite, tools, ...), its header row the check names (the
+  id without the area); the full ids and their titles are listed under the tables.
 - A row is a capture (client/version/case) or, for tests not tied to a capture, the test id;
   a cell is the worst outcome recorded for that row and check, in the order
   failed > error > warning > unverifiable > passed > info > skipped.
@@ -16,11 +18,16 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from conformance.core.registry import lookup
 from conformance.core.results import Result, read_results
 
 _RANK = {"failed": 6, "error": 5, "warning": 4, "unverifiable": 3, "passed": 2, "info": 1, "skipped": 0}
 SYMBOL = {"failed": "FAIL", "error": "ERROR", "warning": "warn", "unverifiable": "?", "passed": "ok",
           "info": "info", "skipped": "-"}
+
+
+def _name(check_id: str) -> str:
+    return check_id.split(".", 1)[1] if "." in check_id else check_id
 
 
 def row_of(r: Result) -> str:
@@ -56,18 +63,28 @@ def render(results: list[Result], meta: dict[str, str]) -> str:
     if not rows:
         out.append("No results were recorded.")
         return "\n".join(out) + "\n"
-    # Columns are long dotted ids: number them and give a legend under the table.
-    out.append("| capture / test | " + " | ".join(f"c{i + 1}" for i in range(len(cols))) + " |")
-    out.append("|---|" + "---|" * len(cols))
-    for row in rows:
-        out.append(f"| {row} | " + " | ".join(SYMBOL.get(cells.get((row, c), ""), "") for c in cols) + " |")
-    out.append("")
+    # Header rows name the checks (the id without its area); one table per area, so a wide run
+    # splits into tables a person can read, and a table only has the rows that area judged.
+    by_area: dict[str, list[str]] = {}
+    for c in cols:
+        by_area.setdefault(c.split(".", 1)[0], []).append(c)
+    for area, checks in by_area.items():
+        area_rows = [row for row in rows if any((row, c) in cells for c in checks)]
+        out.append(f"### {area}")
+        out.append("")
+        out.append("| capture / test | " + " | ".join(_name(c) for c in checks) + " |")
+        out.append("|---|" + "---|" * len(checks))
+        for row in area_rows:
+            out.append(f"| {row} | " + " | ".join(SYMBOL.get(cells.get((row, c), ""), "") for c in checks) + " |")
+        out.append("")
     out.append("Checks:")
-    for i, c in enumerate(cols):
-        out.append(f"- c{i + 1}: `{c}`")
+    for c in cols:
+        spec = lookup(c)
+        out.append(f"- `{c}`" + (f": {spec.title}" if spec is not None else ""))
     out.append("")
     out.append("Legend: ok passed, FAIL failed, ? unverifiable (the target does not reveal it), "
-               "warn warning, - skipped. Failure folders: `failures/<test id>/`.")
+               "warn warning, - skipped. Failure folders: `failures/<test id>/`; the same matrix with the "
+               "failures and figures: `report.html`.")
     failed = [r for r in results if r.outcome in ("failed", "error")]
     if failed:
         out.append("")

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from conformance.capture.format import Capture, CaptureFormatError, Exchange, load_captures
-from conformance.wire.dialect import DIALECTS
+from conformance.wire.dialect import DIALECTS, dialect
 
 _CASES = pytest.StashKey[tuple]()
 
@@ -86,22 +86,39 @@ def fail_no_captures(ctx, capture: NoCaptures) -> None:
     ctx.finish("no captures to replay")
 
 
-def require_api(ctx, api: str) -> None:
-    """Fail fast when the target is down; skip (with the reason) when it does not serve this API."""
+def client_selected(ctx, capture=None) -> bool:
+    """The user named this capture's client (--conformance-client): its wire is then required, a
+    target that does not serve it fails (e.g. `suite.responses.available`) instead of skipping."""
+    client = ctx.session.config.client
+    return client != "all" and (capture.client if capture is not None else ctx.client) == client
+
+
+def require_api(ctx, api: str, capture=None) -> None:
+    """Fail fast when the target is down; skip (with the reason) when it does not serve this API
+    and the user did not select it (by --conformance-api or by naming the client)."""
     if ctx.session.target_down() is not None:
         ctx.fail_target_down()
+    if client_selected(ctx, capture):
+        return
     if not ctx.session.serves(api):
         others = [name for name in DIALECTS if name != api]
         if ctx.session.config.api == "auto" and not any(ctx.session.serves(other) for other in others):
-            # Serving neither API is no reason to skip everything (a vacuous pass): it is a failure.
+            # Serving no API is no reason to skip everything (a vacuous pass): it is a failure.
             from conformance.checks import suite as suite_checks
 
-            ctx.check(suite_checks.REQUEST_ACCEPTED, False,
-                      "the target serves neither POST /v1/messages nor POST /v1/chat/completions",
-                      expected="one of the two model APIs", seen="404/405/501 on both (probed with an empty body)")
+            paths = " nor ".join(f"POST {d.generation_path}" for d in DIALECTS.values())
+            ctx.check(suite_checks.REQUEST_ACCEPTED, False, f"the target serves neither {paths}",
+                      expected="one of the model APIs", seen="404/405/501 on each (probed with an empty body)")
             ctx.finish("the target serves no model API at this URL")
-        pytest.skip(f"the target does not serve the {api} API (--conformance-api {ctx.session.config.api}); "
-                    f"pass --conformance-api {api} to test it anyway")
+        pytest.skip(not_served_reason(ctx.session, api))
+
+
+def not_served_reason(session, api: str) -> str:
+    """Why the captures of a wire the target does not serve were not run, and how to run them."""
+    wire = dialect(api)
+    return (f"the target does not serve POST {wire.generation_path} (404/405/501 to an empty-body probe; "
+            f"--conformance-api {session.config.api}): the {api} captures were not run; pass --conformance-api "
+            f"{api} (or name the client with --conformance-client) to fail on it instead")
 
 
 def prepared_body(ctx, exchange: Exchange) -> tuple[dict | None, bytes]:

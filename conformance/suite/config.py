@@ -21,8 +21,8 @@ from typing import Any
 
 from conformance.net.transport import Deadlines
 
-APIS = ("auto", "anthropic", "openai")
-CLIENTS = ("all", "claude-code", "opencode")
+APIS = ("auto", "anthropic", "openai", "responses")
+CLIENTS = ("all", "claude-code", "opencode", "codex")
 
 
 class ConfigError(ValueError):

@@ -4,8 +4,10 @@ Rules:
 - `configure` builds the SuiteSession only when a target is given (the plugin is inert
   otherwise), and makes the bundled suite the collected path when the user named none.
 - The controller process (no xdist `workerinput`) owns the report folder: it clears the
-  previous run's results at the start and writes summary.md, the baseline file and the
-  testsuite properties; workers only append results.
+  previous run's results at the start and writes summary.md, report.html, results/run.json (the
+  run's settings, for `conformance report compare`), the baseline file and the testsuite
+  properties; workers only append results. Progress lines of the probes reach the terminal past
+  the capture in the controller (`conformance.probes.progress`).
 - The baseline gate works per test in `apply_baseline`: a test failing exactly as the baseline
   lists is reported xfailed with the reason; any other difference fails the test.
 """
@@ -59,6 +61,27 @@ def configure(config: pytest.Config, key, suite_dir: Path) -> None:
         from conformance.report.artifacts import prepare
 
         prepare(session.report_dir)
+    if workerinput is None:
+        _progress_past_capture(config)
+
+
+def _progress_past_capture(config: pytest.Config) -> None:
+    """The long probes' progress lines reach the terminal while pytest captures the test's output
+    (xdist workers have no terminal: their lines stay in the captured output)."""
+    import sys
+
+    from conformance.probes import progress
+
+    capman = config.pluginmanager.getplugin("capturemanager")
+    if capman is None:
+        return
+
+    def sink(line: str) -> None:
+        with capman.global_and_fixture_disabled():
+            sys.stderr.write(progress.PREFIX + line + "\n")
+            sys.stderr.flush()
+
+    progress.set_sink(sink)
 
 
 def configure_node(node, key) -> None:
@@ -183,16 +206,53 @@ def run_facts(session: SuiteSession) -> dict[str, str]:
     }
 
 
+def not_run(pytest_session: pytest.Session, session: SuiteSession) -> dict[str, str]:
+    """The corpora of a wire the target does not serve, skipped under --conformance-api auto:
+    '<client> corpus' -> 'not run: why' for the summary (a skip must not read as a pass)."""
+    from conformance.suite.cases import all_cases, capture_api, not_served_reason
+
+    cfg = session.config
+    if cfg.api != "auto" or session.target_down() is not None:
+        return {}
+    try:
+        caps, _ = all_cases(pytest_session.config)
+    except pytest.UsageError:
+        return {}
+    out: dict[str, str] = {}
+    for capture in caps:
+        api = capture_api(capture)
+        key = f"{capture.client} corpus"
+        if key in out or cfg.client == capture.client:
+            continue
+        if not session.serves(api):
+            out[key] = "not run: " + not_served_reason(session, api)
+    return out
+
+
 # ----------------------------------------------------------------------------- end of session
 def finish(pytest_session: pytest.Session, session: SuiteSession) -> None:
     config = pytest_session.config
+    from conformance.probes import progress
+
+    progress.set_sink(None)  # the capture manager of this session ends with it
     if not _is_controller(config):
         return
     from conformance.report.summary import write_summary
 
     cfg = session.config
-    meta = {**run_facts(session), "salt": "on" if cfg.salt else "off"}
+    meta = {**run_facts(session), "salt": "on" if cfg.salt else "off", **not_run(pytest_session, session)}
     session.summary_path = write_summary(session.report_dir, meta)
+    # report.html and the run's settings (what `conformance report compare` reads), once, here
+    from conformance.report.compare import write_run_settings
+    from conformance.report.html import write_html
+
+    if session.results_dir.is_dir():  # a run that recorded nothing (collect-only, no test) gets no report
+        write_run_settings(session.results_dir, {**meta, "markers": config.getoption("markexpr", "") or ""},
+                           {"salt": cfg.salt, "deadline_connect": cfg.deadline_connect,
+                            "deadline_first_content": cfg.deadline_first_content,
+                            "deadline_total": cfg.deadline_total, "model_map": dict(cfg.model_map),
+                            "model": cfg.model or "", "api": cfg.api})
+        session.html_path = write_html(session.report_dir, meta, baseline=getattr(session, "baseline", None))
     if cfg.baseline_write is not None:
         from conformance.core.results import read_results
         from conformance.report.baseline import write
@@ -222,6 +282,9 @@ def terminal_summary(tr, session: SuiteSession) -> None:
     path = getattr(session, "summary_path", None)
     if path:
         tr.write_line(f"summary: {path}")
+    html_path = getattr(session, "html_path", None)
+    if html_path:
+        tr.write_line(f"report: {html_path}")
     failures = session.report_dir / "failures"
     if failures.is_dir() and any(failures.iterdir()):
         tr.write_line(f"failure folders (request, raw response, curl, replay command): {failures}/")

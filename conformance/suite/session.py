@@ -7,6 +7,17 @@ Rules:
   failure's text); a connection broken mid-response is followed by a quick connect probe, and a
   refused probe marks it down too. Every later `send` fails immediately with that text instead of
   waiting a timeout per test.
+- Hung target, bounded run: after `hang_after` (option `--conformance-hang-after`, default
+  HANG_AFTER; 0 turns it off) consecutive exchanges that hit a deadline before any content, the
+  session sends one minimal request (the wire's one-turn request, 16 output tokens, under
+  MINIMAL_DEADLINES capped by the configured ones). If that answers, the count restarts and every
+  test keeps its own verdict (a target that hangs only on some requests). If it hangs too, the
+  target is marked hung: every later `send` returns at once, with the deadline kind the minimal
+  request hit and a text naming the hang, the first test that saw it and how to turn this off.
+  Only the suite's own test exchanges count: the endpoint probes here (label `probe ...`) and the
+  load and context probes (which send through `conformance.probes`, not this session) do not.
+  Arithmetic (docs/contracts/options.md): K x first-content deadline + the minimal request's
+  first-content deadline, 3 x 60 s + 20 s = 200 s, before the remaining tests fail fast.
 - `record(Result)` fills in what the session knows (target, API, versions) and appends to the
   results record; `failure_dir(test_id)` is `<report dir>/failures/<test id>/`, one folder per
   failing test, created on demand.
@@ -27,14 +38,20 @@ from typing import Any
 from conformance.core.results import Result, ResultsWriter
 from conformance.net.client import headers_for
 from conformance.net.target import Target
-from conformance.net.transport import Deadlines, RawExchange, probe
+from conformance.net.transport import Deadlines, Limits, RawExchange, probe
 from conformance.suite.config import SuiteConfig
-from conformance.wire.dialect import OPENAI, dialect
+from conformance.wire.dialect import DIALECTS, OPENAI, dialect
 
 _PROBE = Deadlines(connect=3.0, first_content=5.0, total=8.0)
 # Does an endpoint exist? An empty body is refused at once by a live endpoint; a target that
 # hangs even on that is assumed to serve it (the tests then report the hang on their deadlines).
 _API_PROBE = Deadlines(connect=3.0, first_content=3.0, total=3.0)
+# Hung-target fail-fast (module rules). K = 3: one hung exchange is a slow request, two can be
+# bad luck with a queue; three in a row with nothing else in between is worth one cheap question.
+HANG_AFTER = 3
+_HANG_KINDS = frozenset({"deadline_first_byte", "deadline_first_content", "deadline_total"})
+# The minimal request: 16 tokens of a one-line prompt; any live target starts that within 20 s.
+MINIMAL_DEADLINES = Deadlines(connect=10.0, first_content=20.0, total=40.0)
 
 
 @dataclass
@@ -70,6 +87,9 @@ class SuiteSession:
         self.cli_layer: dict[str, Any] = {}
         self.baseline = None
         self.cache: dict[Any, Any] = {}  # per-process memo for tests that share an exchange
+        self._hang_run = 0  # consecutive test exchanges that hit a deadline with no content
+        self._hang_first = ""  # the first of them: "<label>: <its error>"
+        self._hung: tuple[str, str] | None = None  # (deadline kind, text) once confirmed
 
     # ------------------------------------------------------------------ results and artifacts
     @property
@@ -107,9 +127,17 @@ class SuiteSession:
                 self._down = reason
 
     @property
+    def limits(self) -> Limits:
+        """The size caps (`--conformance-max-{response,line,event}-bytes`, else the defaults)."""
+        d = Limits()
+        return Limits(int(self.config.option("max_response_bytes", d.response_bytes)),
+                      int(self.config.option("max_line_bytes", d.line_bytes)),
+                      int(self.config.option("max_event_bytes", d.event_bytes)))
+
+    @property
     def target(self) -> Target:
         """The configured target as the one sender (`conformance.net.target`) sees it."""
-        return Target(self.config.target or "", self.config.api_key, self.config.deadlines)
+        return Target(self.config.target or "", self.config.api_key, self.config.deadlines, self.limits)
 
     def send(
         self,
@@ -132,9 +160,15 @@ class SuiteSession:
             hdrs = headers if headers is not None else target.headers(api, captured_headers)
             return RawExchange(method, url, hdrs, body, error_kind="connect",
                                error=f"the target is down (first failure: {down}); not sent")
+        hung = self._hung
+        if hung is not None:
+            hdrs = headers if headers is not None else target.headers(api, captured_headers)
+            return RawExchange(method, url, hdrs, body, error_kind=hung[0], error=hung[1])
         raw = target.send_sync(api, path, body, method=method, query=query, captured_headers=captured_headers,
                                headers=headers, deadlines=deadlines)
         self._note_versions(raw)
+        if not label.startswith("probe "):
+            self._count_hang(api, body, raw, label or f"{method} {url}")
         if raw.error_kind == "connect":
             self.mark_down(f"{label or url}: {raw.error}")
         elif raw.error_kind in ("read", "protocol"):
@@ -142,6 +176,60 @@ class SuiteSession:
             if reason is not None and "connect" in reason.lower():
                 self.mark_down(f"{label or url}: {raw.error}; then the target refused connections ({reason})")
         return raw
+
+    # ------------------------------------------------------------------ hung target
+    def target_hung(self) -> str | None:
+        """The text every later exchange fails with once the target is known to hang, else None."""
+        return self._hung[1] if self._hung is not None else None
+
+    def _hang_after(self) -> int:
+        value = self.config.option("hang_after", HANG_AFTER)
+        return int(value)
+
+    def _count_hang(self, api: str, body: bytes, raw: RawExchange, label: str) -> None:
+        k = self._hang_after()
+        if k <= 0:
+            return
+        with self._lock:
+            if raw.error_kind not in _HANG_KINDS or raw.first_content_at is not None:
+                self._hang_run, self._hang_first = 0, ""
+                return
+            self._hang_run += 1
+            if self._hang_run == 1:
+                self._hang_first = f"{label}: {raw.error}"
+            if self._hang_run < k:
+                return
+            run, first = self._hang_run, self._hang_first
+            self._hang_run, self._hang_first = 0, ""
+        minimal = self._minimal_request(api, body)
+        if minimal.error_kind not in _HANG_KINDS or minimal.first_content_at is not None:
+            return  # it answers: the hangs were those requests' own; every test keeps its verdict
+        off = "--conformance-hang-after 0"
+        text = (f"not sent: the target hangs. {run} exchanges in a row hit a deadline with no content, "
+                f"the first in {first}; then a minimal one-turn request hung too ({minimal.error}). "
+                f"The remaining exchanges fail at once instead of waiting a deadline each "
+                f"(to wait on every one anyway: {off})")
+        with self._lock:
+            if self._hung is None:
+                self._hung = (minimal.error_kind or "deadline_total", text)
+
+    def _minimal_request(self, api: str, sent_body: bytes) -> RawExchange:
+        """The smallest streamed one-turn request on `api`'s wire (the model of the hung request)."""
+        wire = DIALECTS.get(api) or dialect(OPENAI.name)
+        model = None
+        try:
+            parsed = json.loads(sent_body or b"{}")
+            model = parsed.get("model") if isinstance(parsed, dict) else None
+        except ValueError:
+            pass
+        model = model or self.model_for(None) or "model"
+        request = wire.one_turn_request(model, "Answer in one word.", "Say ok.", max_tokens=16, stream=True)
+        mine = self.config.deadlines
+        deadlines = Deadlines(min(mine.connect, MINIMAL_DEADLINES.connect),
+                              min(mine.first_content, MINIMAL_DEADLINES.first_content),
+                              min(mine.total, MINIMAL_DEADLINES.total))
+        data = json.dumps(request, separators=(",", ":")).encode()
+        return self.target.send_sync(wire.name, wire.generation_path, data, deadlines=deadlines)
 
     def get_json(self, path: str) -> tuple[int | None, Any]:
         """GET a JSON document from the target (probe deadlines); (status, parsed or None)."""

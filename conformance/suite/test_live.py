@@ -1,7 +1,7 @@
-"""The real Claude Code and opencode CLIs against the target (marker `live`, opt-in: `-m live`).
+"""The real Claude Code, opencode and Codex CLIs against the target (marker `live`, opt-in: `-m live`).
 
-Each test runs the installed CLI itself (CONFORMANCE_CLAUDE_BIN / CONFORMANCE_OPENCODE_BIN, or
-`claude` / `opencode` on PATH) on one scenario in a temporary project directory, through the
+Each test runs the installed CLI itself (CONFORMANCE_CLAUDE_BIN / CONFORMANCE_OPENCODE_BIN /
+CONFORMANCE_CODEX_BIN, or `claude` / `opencode` / `codex` on PATH) on one scenario in a temporary project directory, through the
 capture proxy: every model exchange is judged like a replayed one, the CLI must exit 0 within the
 deadline, and the task must be done on disk (conformance/clients/live.py, docs/loop.md).
 """
@@ -18,8 +18,10 @@ from conformance.loop.scenarios import get_scenario
 
 pytestmark = pytest.mark.live
 
-# (client, wire): Claude Code speaks Anthropic; opencode both, by its provider package.
-CLIENT_WIRES = (("claude-code", "anthropic"), ("opencode", "openai"), ("opencode", "anthropic"))
+# (client, wire): Claude Code speaks Anthropic; opencode both, by its provider package; Codex the
+# Responses API only.
+CLIENT_WIRES = (("claude-code", "anthropic"), ("opencode", "openai"), ("opencode", "anthropic"),
+                ("codex", "responses"))
 SCENARIOS = ("write-file", "multi-step")
 
 

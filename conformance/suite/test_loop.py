@@ -1,7 +1,9 @@
-"""The full agent loop against the target: every scenario x both dialects (marker `loop`, default run).
+"""The full agent loop against the target: every scenario x every dialect (marker `loop`, default run).
 
 Each test runs one scenario (fixtures/scenarios/) from a real client's captured first request
-(Claude Code for the Anthropic wire, opencode for the OpenAI wire), runs the model's tool calls in
+(Claude Code for the Anthropic wire, opencode for the OpenAI chat wire, Codex CLI for the
+Responses wire; a scenario with an attached MCP server runs where the client offers its tools in a
+namespace: Codex), runs the model's tool calls in
 the sandbox and checks the task on disk (conformance/loop/, docs/loop.md). Every turn's exchange
 is judged with check_exchange and recorded; the loop.* checks say how the loop ended. A failure
 names the turn that broke and why, with the exchanges of every turn in the failure folder.
@@ -11,20 +13,21 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.loop.driver import LoopDriver, find_template
+from conformance.loop.driver import LoopDriver, find_template, scenario_runs_on
 from conformance.loop.scenarios import load_scenarios
 from conformance.loop.tools import CLIENT_FOR_API
 from conformance.suite.cases import require_api
 from conformance.suite.session import Sent
+from conformance.wire.dialect import ANTHROPIC, OPENAI, RESPONSES
 
 pytestmark = pytest.mark.loop
 
 SCENARIOS = load_scenarios()
-APIS = ("anthropic", "openai")
+APIS = (ANTHROPIC.name, OPENAI.name, RESPONSES.name)
+CASES = [(s, api) for s in SCENARIOS for api in APIS if scenario_runs_on(s, api)]
 
 
-@pytest.mark.parametrize("api", APIS)
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.id for s in SCENARIOS])
+@pytest.mark.parametrize("scenario,api", CASES, ids=[f"{s.id}-{api}" for s, api in CASES])
 def test_loop(scenario, api, conformance_ctx, tmp_path):
     ctx = conformance_ctx
     ctx.api = api

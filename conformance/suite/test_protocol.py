@@ -1,6 +1,7 @@
 """Per-API protocol tests derived from the first capture of each API (test id = the API).
 
-- test_error_envelope: a deliberately invalid request (`messages` not a list) must be refused
+- test_error_envelope: a deliberately invalid request (`Dialect.invalid_request`: `messages` a
+  string, a Responses `input` a number) must be refused
   with a 4xx in the API's error envelope (the wire core's check_error judges the envelope and
   the status that goes with its type).
 - test_nonstream: the captured request with `stream: false` gets a complete response of the
@@ -15,7 +16,7 @@ from conformance.checks import suite as suite_checks
 from conformance.checks.error_answer import check_error_answer
 from conformance.suite import cases
 from conformance.suite.cases import capture_api, prepared_body, require_api
-from conformance.wire.dialect import DIALECTS
+from conformance.wire.dialect import DIALECTS, dialect
 
 
 def pytest_generate_tests(metafunc):
@@ -39,7 +40,7 @@ def _start(ctx, capture):
     if isinstance(capture, cases.NoCaptures):
         cases.fail_no_captures(ctx, capture)
     ctx.api = capture_api(capture)
-    require_api(ctx, ctx.api)
+    require_api(ctx, ctx.api, capture)
     return capture.main_exchanges()[0]
 
 
@@ -47,11 +48,9 @@ def test_error_envelope(api_capture, conformance_ctx):
     ctx = conformance_ctx
     first = _start(ctx, api_capture)
     body, _ = prepared_body(ctx, first)
-    invalid = dict(body or {})
-    invalid["messages"] = "this is not a list of messages"
-    invalid["stream"] = False
+    invalid, what = dialect(ctx.api).invalid_request(body or {})
     sent = ctx.send(ctx.api, first.request.path, invalid, captured_headers=first.request.headers,
-                    query=first.request.query, note="deliberately invalid: messages is a string", expect_error=True)
+                    query=first.request.query, note=f"deliberately invalid: {what}", expect_error=True)
     raw = sent.raw
     if raw.status is None:
         ctx.judge(sent)  # transport failure: reported by the exchange judge (reachable / deadline)

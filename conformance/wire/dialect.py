@@ -41,6 +41,22 @@ class ToolCall:
     pointer: str  # JSON pointer to the arguments in the accumulated message
     parse_error: str | None = None  # why `arguments` is None (not JSON, not an object, wrong type)
     not_text: str | None = None  # the wire wants the arguments as a JSON string and got this type instead
+    # "function": JSON arguments; "custom": a freeform tool's raw text input (Responses
+    # `custom_tool_call`, in `raw`; `arguments` stays None and is never parsed as JSON)
+    kind: str = "function"
+    namespace: str | None = None  # the namespace the called tool sits in (Responses `namespace` tools)
+
+
+@dataclass(frozen=True)
+class OfferedTool:
+    """One tool a request offers, on any wire."""
+
+    name: str
+    schema: dict | None  # its JSON schema (None: a freeform or hosted tool, or none given)
+    kind: str = "function"  # function | custom (freeform text input) | hosted (run by the server)
+    namespace: str | None = None  # the namespace tool it sits in
+    strict: bool = False  # the request asks the server to hold the arguments to the schema exactly
+    grammar: str | None = None  # a custom tool's grammar definition (e.g. apply_patch's Lark grammar)
 
 
 @dataclass(frozen=True)
@@ -92,7 +108,7 @@ class Dialect:
     input_tokens_key: str
     cap_keys: tuple[str, ...]  # request keys of the output cap, first present wins
     structured_call: str  # what a structured tool call is on this wire, named in messages
-    stop_sequences_key: str  # request key of the stop sequences
+    stop_sequences_key: str | None  # request key of the stop sequences (None: the wire has none)
     matched_stop_key: str | None  # message key naming the stop sequence that ended the turn (None: not told)
     system_at_top: bool = False  # the system prompt is the request's top-level `system` (else a system message)
     cached_input_keys: tuple[str, ...] = ()  # usage keys of prompt tokens counted apart from input_tokens_key
@@ -201,6 +217,17 @@ class Dialect:
         """Tool name -> its JSON schema (None for tools without one, e.g. server tools)."""
         raise NotImplementedError
 
+    def offered_tool_specs(self, request: dict | None) -> list[OfferedTool]:
+        """Every offered tool with its kind, namespace and strictness (a wire without freeform,
+        hosted or namespaced tools: plain functions from `offered_tools`)."""
+        return [OfferedTool(name, schema, "function" if schema is not None else "hosted")
+                for name, schema in self.offered_tools(request).items()]
+
+    def prefix_system(self, body: dict, prefix: str) -> bool:
+        """Put `prefix` at the start of the system prompt of `body` (in place) where this wire
+        keeps it apart from a `messages` list; False: the wire keeps it the common way."""
+        return False
+
     def output_cap(self, request: dict | None) -> int | None:
         for key in self.cap_keys:
             value = _int((request or {}).get(key))
@@ -219,6 +246,10 @@ class Dialect:
         raise NotImplementedError
 
     # ---- building a request ----------------------------------------------------------------
+    def invalid_request(self, body: dict) -> tuple[dict, str]:
+        """`body` made one the API must refuse (non-stream), and what was broken, for messages."""
+        return {**body, "messages": "this is not a list of messages", "stream": False}, "messages is a string"
+
     def one_turn_request(self, model: str, system: str, user_text: str, *, max_tokens: int,
                          stream: bool) -> dict[str, Any]:
         """A minimal one-turn request in this wire's shape (a streamed chat request asks for usage)."""
@@ -420,6 +451,229 @@ class ChatDialect(Dialect):
         return body
 
 
+_RESPONSES_TOOL_ITEMS = ("function_call", "custom_tool_call")
+_RESPONSES_CONTENT_EVENTS = frozenset({
+    "response.output_text.delta", "response.refusal.delta", "response.reasoning_text.delta",
+    "response.reasoning_summary_text.delta", "response.function_call_arguments.delta",
+    "response.custom_tool_call_input.delta"})
+
+
+def _responses_text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(_get(p, "text") or "" for p in content or [] if isinstance(_get(p, "text"), str))
+
+
+class ResponsesDialect(Dialect):
+    """OpenAI Responses API: a Response whose `output` is a list of items (message, reasoning,
+    function_call, custom_tool_call, hosted calls), `status` + `incomplete_details`, a bearer token.
+
+    Stop reasons are read from the Response (the API has no single field): `incomplete_details.
+    reason` when the status is incomplete (max_output_tokens, content_filter), `tool_call` when a
+    completed response holds function or custom tool calls, else the status (completed, failed)."""
+
+    def stop_reason(self, message: Any) -> Any:
+        if message is None:
+            return None
+        status = _get(message, "status")
+        if status == "incomplete":
+            details = _get(message, "incomplete_details")
+            reason = _get(details, "reason") if details is not None else None
+            return reason if isinstance(reason, str) else "incomplete"
+        if status == "completed" and any(_get(i, "type") in _RESPONSES_TOOL_ITEMS
+                                         for i in _get(message, "output") or []):
+            return "tool_call"
+        return status
+
+    def describe_cut(self, reason: str) -> str:
+        by = "by the output cap" if reason == "max_output_tokens" else "short"
+        return f"cut {by} (status incomplete, incomplete_details.reason {reason!r})"
+
+    def _items(self, message: Any, kind: str) -> list:
+        if message is None:
+            return []
+        return [i for i in _get(message, "output") or [] if _get(i, "type") == kind]
+
+    def text(self, message: Any) -> str:
+        return "".join(_get(p, "text") or "" for m in self._items(message, "message")
+                       for p in _get(m, "content") or [] if _get(p, "type") == "output_text")
+
+    def thinking(self, message: Any) -> str:
+        return "".join(text for text, _sig in self.thinking_blocks(message))
+
+    def thinking_blocks(self, message: Any) -> list[tuple[str, str | None]]:
+        """Each reasoning item: its summary and reasoning text, and its `encrypted_content`."""
+        out = []
+        for item in self._items(message, "reasoning"):
+            text = _responses_text_of(_get(item, "summary")) + _responses_text_of(_get(item, "content"))
+            sig = _get(item, "encrypted_content")
+            out.append((text, sig if isinstance(sig, str) else None))
+        return out
+
+    def delivers_content(self, event: Any) -> bool:
+        data = _get(event, "data") or ""
+        if ".delta" not in data:
+            return False
+        try:
+            kind = json.loads(data).get("type")
+        except (ValueError, AttributeError):
+            return False
+        return isinstance(kind, str) and kind in _RESPONSES_CONTENT_EVENTS
+
+    def tool_calls(self, message: Any, unparsed_input: dict[str, str] | None = None) -> list[ToolCall]:
+        """`function_call` items (arguments a JSON string, read like chat's) and `custom_tool_call`
+        items (kind "custom": the raw `input` text, never parsed)."""
+        if message is None:
+            return []
+        calls: list[ToolCall] = []
+        for i, item in enumerate(_get(message, "output") or []):
+            kind = _get(item, "type")
+            if kind not in _RESPONSES_TOOL_ITEMS:
+                continue
+            call_id, name = str(_get(item, "call_id") or _get(item, "id") or ""), _get(item, "name") or ""
+            ns = _get(item, "namespace")
+            ns = ns if isinstance(ns, str) and ns else None
+            if kind == "custom_tool_call":
+                raw = _get(item, "input")
+                calls.append(ToolCall(call_id, name, None, raw if isinstance(raw, str) else None, f"/output/{i}/input",
+                                      None if isinstance(raw, str) else f"input is {type(raw).__name__}",
+                                      None if isinstance(raw, str) else type(raw).__name__, "custom", ns))
+                continue
+            args = _get(item, "arguments")
+            pointer = f"/output/{i}/arguments"
+            if isinstance(args, str):
+                try:
+                    parsed = json.loads(args) if args.strip() else {}
+                except json.JSONDecodeError as exc:
+                    calls.append(ToolCall(call_id, name, None, args, pointer, f"not JSON: {exc}", namespace=ns))
+                    continue
+                err = None if isinstance(parsed, dict) else f"arguments are JSON {type(parsed).__name__}, not an object"
+                calls.append(ToolCall(call_id, name, parsed if isinstance(parsed, dict) else None, args, pointer, err,
+                                      namespace=ns))
+            elif isinstance(args, dict):
+                calls.append(ToolCall(call_id, name, args, None, pointer, None, type(args).__name__, namespace=ns))
+            else:
+                calls.append(ToolCall(call_id, name, None, None, pointer, f"arguments are {type(args).__name__}",
+                                      type(args).__name__, namespace=ns))
+        return calls
+
+    def offered_tool_specs(self, request: dict | None) -> list[OfferedTool]:
+        """`function` (parameters, strict), `custom` (freeform; its grammar), `namespace` (the
+        function / custom tools inside, each with its namespace) and hosted tools (`web_search`,
+        `file_search`, ...: named by their type, run by the server)."""
+        out: list[OfferedTool] = []
+
+        def one(tool: dict, ns: str | None) -> None:
+            kind, name = tool.get("type"), tool.get("name")
+            if kind == "function" and isinstance(name, str) and name:
+                params = tool.get("parameters")
+                out.append(OfferedTool(name, params if isinstance(params, dict) else {"type": "object"}, "function",
+                                       ns, tool.get("strict") is True))
+            elif kind == "custom" and isinstance(name, str) and name:
+                fmt = tool.get("format") if isinstance(tool.get("format"), dict) else {}
+                grammar = fmt.get("definition") if isinstance(fmt.get("definition"), str) else None
+                out.append(OfferedTool(name, None, "custom", ns, grammar=grammar))
+            elif kind == "namespace" and ns is None:
+                for inner in tool.get("tools") or []:
+                    if isinstance(inner, dict):
+                        one(inner, name if isinstance(name, str) else "")
+            elif isinstance(kind, str) and kind:
+                out.append(OfferedTool(name if isinstance(name, str) and name else kind, None, "hosted", ns))
+
+        for tool in (request or {}).get("tools") or []:
+            if isinstance(tool, dict):
+                one(tool, None)
+        return out
+
+    def offered_tools(self, request: dict | None) -> dict[str, dict | None]:
+        """Tool name -> schema; a namespaced tool under its own name (what its call's `name` is)."""
+        return {t.name: t.schema for t in self.offered_tool_specs(request)}
+
+    def demanded_tool_choice(self, request: dict | None):
+        choice = (request or {}).get("tool_choice")
+        if choice == "required":
+            return "force", None, None
+        if choice == "none":
+            return "forbid", None, None
+        if isinstance(choice, dict):
+            kind = choice.get("type")
+            if kind in ("function", "custom") and isinstance(choice.get("name"), str):
+                return "force", choice["name"], None
+            if kind == "allowed_tools" and choice.get("mode") == "required":
+                names = [t.get("name") for t in choice.get("tools") or [] if isinstance(t, dict)]
+                return "force", None, [n for n in names if isinstance(n, str)] or None
+        return None
+
+    def chat_messages(self, request: dict | None) -> list[dict]:
+        request = request or {}
+        msgs: list[dict] = []
+        if isinstance(request.get("instructions"), str) and request["instructions"]:
+            msgs.append({"role": "system", "content": request["instructions"]})
+        inp = request.get("input")
+        if isinstance(inp, str):
+            return msgs + [{"role": "user", "content": inp}]
+        for item in inp or []:
+            if not isinstance(item, dict):
+                continue
+            kind = item.get("type", "message")
+            if kind == "message":
+                role = item.get("role")
+                msgs.append({"role": "system" if role in ("system", "developer") else role,
+                             "content": _responses_text_of(item.get("content"))})
+            elif kind in _RESPONSES_TOOL_ITEMS:
+                body = item.get("arguments") if kind == "function_call" else item.get("input")
+                msgs.append({"role": "assistant", "content": f"{item.get('name')}: {body}"})
+            elif kind in ("function_call_output", "custom_tool_call_output"):
+                out = item.get("output")
+                msgs.append({"role": "tool", "content": out if isinstance(out, str) else _responses_text_of(out)})
+            elif kind == "reasoning":
+                text = _responses_text_of(item.get("summary")) + _responses_text_of(item.get("content"))
+                if text:
+                    msgs.append({"role": "assistant", "content": text})
+        return msgs
+
+    def prefix_system(self, body: dict, prefix: str) -> bool:
+        """`instructions` when the request has them, else the first developer / system input
+        message, else a new developer message at the start of `input`."""
+        if isinstance(body.get("instructions"), str):
+            body["instructions"] = prefix + body["instructions"]
+            return True
+        inp = body.get("input")
+        if isinstance(inp, str):
+            inp = body["input"] = [{"type": "message", "role": "user", "content": inp}]
+        if not isinstance(inp, list):
+            return False
+        for item in inp:
+            if isinstance(item, dict) and item.get("type", "message") == "message" and \
+                    item.get("role") in ("developer", "system"):
+                content = item.get("content")
+                if isinstance(content, str):
+                    item["content"] = prefix + content
+                    return True
+                if isinstance(content, list) and content and isinstance(content[0], dict) \
+                        and isinstance(content[0].get("text"), str):
+                    content[0]["text"] = prefix + content[0]["text"]
+                    return True
+        inp.insert(0, {"type": "message", "role": "developer",
+                       "content": [{"type": "input_text", "text": prefix.rstrip()}]})
+        return True
+
+    def invalid_request(self, body: dict) -> tuple[dict, str]:
+        # a string is a valid `input` here: a number is not (neither a string nor a list of items)
+        return {**body, "input": 12345, "stream": False}, "input is a number"
+
+    def one_turn_request(self, model: str, system: str, user_text: str, *, max_tokens: int,
+                         stream: bool) -> dict[str, Any]:
+        return {
+            "model": model,
+            "instructions": system,
+            "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": user_text}]}],
+            "max_output_tokens": max_tokens,
+            "stream": stream,
+            "store": False,
+        }
+
+
 # Facts from the API references (WIRE.md): Anthropic stop_reason values and the cut ones
 # (conformance.wire.anthropic.CUT_STOP_REASONS); OpenAI finish_reason values and the cut ones
 # (conformance.wire.openai.CUT_FINISH_REASONS), kept equal to the wire modules by a test.
@@ -469,8 +723,53 @@ OPENAI = ChatDialect(
     stop_sequences_key="stop",
     matched_stop_key=None,
 )
+# OpenAI Responses API reference: Response.status, incomplete_details.reason (max_output_tokens,
+# content_filter), no stop sequences, `max_output_tokens`; what Codex CLI speaks (WIRE.md).
+RESPONSES = ResponsesDialect(
+    name="responses",
+    module_name="conformance.wire.responses",
+    generation_path="/v1/responses",
+    count_tokens_path=None,
+    always_bearer=True,
+    default_headers=(),
+    stops=StopVocabulary(
+        field="status", natural="completed", final=("completed",), tool=("tool_call",), cap="max_output_tokens",
+        cut=frozenset({"max_output_tokens", "content_filter"}),
+        caps=frozenset({"max_output_tokens", "content_filter"}),
+        forced_tool=("completed",),
+        to_anthropic={"completed": "end_turn", "tool_call": "tool_use", "max_output_tokens": "max_tokens",
+                      "content_filter": "refusal"},
+        to_anthropic_also={"completed": ("stop_sequence",), "content_filter": ("end_turn",)},
+    ),
+    output_tokens_key="output_tokens",
+    input_tokens_key="input_tokens",
+    cap_keys=("max_output_tokens",),
+    structured_call="function_call / custom_tool_call items",
+    stop_sequences_key=None,
+    matched_stop_key=None,
+)
 
-DIALECTS: dict[str, Dialect] = {d.name: d for d in (ANTHROPIC, OPENAI)}
+DIALECTS: dict[str, Dialect] = {d.name: d for d in (ANTHROPIC, OPENAI, RESPONSES)}
+
+
+def api_for_path(path: str) -> str | None:
+    """The wire of a request path: the Dialect whose generation or count_tokens endpoint the path
+    ends with, under any mount prefix (/v1, /anthropic/v1, none) and ignoring a query; None for
+    any other path. The one path -> wire map (captures, hops, the exchange judge)."""
+    p = path.split("?", 1)[0].rstrip("/")
+    best: tuple[int, str] | None = None
+    for d in DIALECTS.values():
+        for endpoint in (d.generation_path, d.count_tokens_path):
+            tail = endpoint.removeprefix("/v1") if endpoint else None
+            if tail and p.endswith(tail) and (best is None or len(tail) > best[0]):
+                best = (len(tail), d.name)
+    return best[1] if best else None
+
+
+def is_generation_path(path: str) -> bool:
+    """Does `path` end with a wire's generation endpoint (not count_tokens, not anything else)?"""
+    p = path.split("?", 1)[0].rstrip("/")
+    return any(p.endswith(d.generation_path.removeprefix("/v1")) for d in DIALECTS.values())
 
 
 def dialect(api: str) -> Dialect:

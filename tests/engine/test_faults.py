@@ -14,6 +14,7 @@ from conformance.engine.faults import FAULTS, OUTPUT_CAP_TOKENS, WRONG_MODEL_NAM
 
 from .conftest import engine
 from .helpers import CLAUDE_TOOLS, OPENAI_TOOLS, RESPONSES_TOOLS, anthropic_events, post
+from .test_faults_responses import TESTED as RESPONSES_FAULTS_TESTED
 
 TOOL_PROMPT = "Create a file named hello.txt whose only content is the text: hello conformance [task:write-static]"
 A_TOOL = {"model": "claude-x", "max_tokens": 4000, "stream": True, "tools": CLAUDE_TOOLS,
@@ -306,7 +307,7 @@ def test_every_fault_has_a_test():
     covered = set(CHECKED) | {"error-envelope-wrong", "stop-reason-wrong-on-stop-string", "output-cap",
                               "unbounded-reasoning", "context-truncated", "over-limit-not-refused",
                               "advertised-context-wrong", "buffered-stream", "hang", "hang-with-pings",
-                              "crash-under-concurrency"}
+                              "crash-under-concurrency"} | RESPONSES_FAULTS_TESTED
     assert covered == set(FAULTS)
 
 

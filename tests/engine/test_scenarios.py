@@ -133,6 +133,14 @@ def _loop_openai(url, doc, root):
     raise AssertionError("no stop within max_turns")
 
 
+# An attached MCP server's tools reach the model inside a namespace (Codex offers them so), which
+# only the Responses wire has: a scenario with `mcp_server` is played on that wire alone.
+MCP_NAMESPACES = {"files": {"type": "namespace", "name": "mcp__files", "description": "files MCP server",
+                            "tools": [{"type": "function", "name": "read_file", "strict": False,
+                                       "parameters": {"type": "object", "properties": {"path": {"type": "string"}},
+                                                      "required": ["path"]}}]}}
+
+
 def _loop_responses(url, doc, root):
     import openai
 
@@ -140,9 +148,10 @@ def _loop_responses(url, doc, root):
     items = [{"role": "user", "content": [{"type": "input_text", "text": doc["prompt"]}]}]
     sandbox = Sandbox(root, "opencode")
     shapes = []
+    tools = RESPONSES_TOOLS + ([MCP_NAMESPACES[doc["mcp_server"]]] if doc.get("mcp_server") else [])
     for _ in range(doc.get("max_turns", 8)):
         with client.responses.stream(model="m", instructions=f"Working directory: {root}", input=items,
-                                     tools=RESPONSES_TOOLS, max_output_tokens=32000) as stream:
+                                     tools=tools, max_output_tokens=32000) as stream:
             resp = stream.get_final_response()
         assert resp.status == "completed"
         calls = [o for o in resp.output if o.type == "function_call"]
@@ -155,16 +164,18 @@ def _loop_responses(url, doc, root):
         if not calls:
             return shapes
         for c in calls:
+            name = "read" if getattr(c, "namespace", None) == "mcp__files" and c.name == "read_file" else c.name
             items.append({"type": "function_call_output", "call_id": c.call_id,
-                          "output": sandbox.run(c.name, json.loads(c.arguments))})
+                          "output": sandbox.run(name, json.loads(c.arguments))})
     raise AssertionError("no final answer within max_turns")
 
 
 LOOPS = {"anthropic": _loop_anthropic, "openai-chat": _loop_openai, "responses": _loop_responses}
 
 
-@pytest.mark.parametrize("wire", sorted(LOOPS))
-@pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
+@pytest.mark.parametrize(("path", "wire"), [
+    pytest.param(p, w, id=f"{p.stem}-{w}") for p in SCENARIOS for w in sorted(LOOPS)
+    if w == "responses" or not _doc(p).get("mcp_server")])
 def test_scenario_completes_through_sdk(engine_url, tmp_path, path, wire):
     doc = _doc(path)
     root = tmp_path / "project"

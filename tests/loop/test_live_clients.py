@@ -1,7 +1,8 @@
-"""The real Claude Code and opencode CLIs against `conformance engine` (marker `live`, opt-in).
+"""The real Claude Code, opencode and Codex CLIs against `conformance engine` (marker `live`, opt-in).
 
-Needs the CLIs: on PATH, or CONFORMANCE_CLAUDE_BIN / CONFORMANCE_OPENCODE_BIN (see docs/loop.md):
-    npm install --prefix /opt/clients @anthropic-ai/claude-code@2.1.197 opencode-ai@1.18.33
+Needs the CLIs: on PATH, or CONFORMANCE_CLAUDE_BIN / CONFORMANCE_OPENCODE_BIN / CONFORMANCE_CODEX_BIN
+(see docs/loop.md):
+    npm install --prefix /opt/clients @anthropic-ai/claude-code@2.1.197 opencode-ai@1.18.33 @openai/codex@0.171.0
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ def engine_cli():
 
 
 PASS_RUNS = [(c, a, s) for c, a in (("claude-code", "anthropic"), ("opencode", "openai"))
-             for s in ("write-file", "multi-step")] + [("opencode", "anthropic", "write-file")]
+             for s in ("write-file", "multi-step")] + [("opencode", "anthropic", "write-file")] + [
+    ("codex", "responses", s) for s in ("write-file", "edit-file")]
 
 
 @pytest.mark.parametrize("client,api,scenario_id", PASS_RUNS, ids=[f"{c}-{a}-{s}" for c, a, s in PASS_RUNS])
@@ -51,12 +53,17 @@ FAULT_RUNS = [
     ("claude-code", "message-start-incomplete", "anthropic", {"anthropic.stream.message_start_complete"}),
     ("opencode", "tool-call-as-text", "openai", {"tools.call_structured"}),
     ("opencode", "message-start-incomplete", "anthropic", {"anthropic.stream.message_start_complete"}),
+    # Codex: the patch comes back as prose (the judge names it; Codex answers and exits 0), and a
+    # turn 2 whose history items the engine refuses
+    ("codex", "custom-tool-dropped", "responses", {"tools.call_structured"}),
+    ("codex", "multi-turn-items-rejected", "responses", {"suite.request.accepted"}),
 ]
 
 
 @pytest.mark.parametrize("client,fault,api,expected", FAULT_RUNS, ids=[f"{c}-{f}" for c, f, _, _ in FAULT_RUNS])
 def test_real_client_fails_within_its_deadline_against_a_fault(client, fault, api, expected, tmp_path):
     binary = _binary(client)
+    # write-file's second turn writes: on the Responses wire that is the freeform apply_patch
     with spawn_engine("--port", "0", "--fault", fault) as eng:
         report = run_live(client, get_scenario("write-file"), eng.url, binary=binary, api=api,
                           deadline=FAULT_DEADLINE, workdir=tmp_path)

@@ -133,7 +133,8 @@ def test_pinging_target_fails_first_content_deadline(pytester, suite):
 def test_found_fault_tool_choice_ignored_caught_by_the_forcing_loop(pytester, suite):
     """No captured request forces a tool call, so the replay cannot show an engine that ignores a
     forced tool_choice; the agent loop that forces its first call (write-static) does, at turn 1,
-    in both dialects, naming tools.choice_honoured and nothing else."""
+    in every dialect (Codex's freeform apply_patch included), naming tools.choice_honoured and
+    nothing else."""
     from conformance.engine.launch import serve_engine_in_thread
 
     row = next(r for r in FOUND if r["fault"] == "tool-choice-ignored")
@@ -145,7 +146,7 @@ def test_found_fault_tool_choice_ignored_caught_by_the_forcing_loop(pytester, su
                                          " (agent loop write-static)")
     assert caught and not unrelated, run.failed_checks
     assert set(run.failed_checks) == {"tools.choice_honoured", "loop.completed"}, run.failed_checks
-    assert run.outcomes().get("failed") == 2 and run.outcome.ret == 1
+    assert run.outcomes().get("failed") == 3 and run.outcome.ret == 1  # Anthropic, OpenAI chat, Responses
 
 
 def test_print_detection_matrix(capsys):

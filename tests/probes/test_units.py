@@ -141,4 +141,4 @@ def test_probe_target_holds_the_one_senders_target():
     assert t.net.url("/tokenize") == "http://127.0.0.1:1/tokenize", "probe paths hang off the server root"
     assert t.headers()["authorization"] == "Bearer sk-1"
     with pytest.raises(ValueError, match="api must be one of"):
-        Target("http://h:1", api="responses")
+        Target("http://h:1", api="gemini")

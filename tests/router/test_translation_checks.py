@@ -191,6 +191,6 @@ def test_the_engine_wire_of_a_hop_is_told_by_its_path():
                                   ("/anthropic/v1/messages/count_tokens?beta=true", "anthropic", "anthropic"),
                                   ("/messages/", "anthropic", "anthropic"),
                                   ("/v1/chat/completions", "openai", "openai"),
-                                  ("/openai/v1/responses", "responses", "openai"),
+                                  ("/openai/v1/responses", "responses", "responses"),
                                   ("/v1/models", "openai", "openai")):
         assert (dialect_of(path), judge_api(path)) == (wire, judged_as), path
