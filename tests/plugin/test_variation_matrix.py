@@ -3,7 +3,7 @@ valid variation (conformance/engine/variations.py), and with the documented comp
 once; every catalogued engine fault is still caught under the `instant` and the `slow` variation.
 
 One pytester run per (wire, variation): the captures of one client (claude-code: the Anthropic
-wire; opencode: OpenAI chat) replayed by the default selection of the bundled suite. Variations
+wire; opencode: OpenAI chat; codex: the Responses API) replayed by the default selection of the bundled suite. Variations
 that touch only other wires are left out of a wire's rows (they would repeat the plain run).
 The variation x verdict table is printed at the end and kept in docs/engine.md. All slow (CI runs
 them in the slow step): ~10 s a row. The `slow` variation adds ~4 s to every stream, so its rows
@@ -27,7 +27,7 @@ from conformance.plugin import SUITE_DIR
 
 from .test_faults import ENGINE_ROWS, OWN_MODULES, SMALL, _judge
 
-WIRES = {"claude-code": V.ANTHROPIC, "opencode": V.CHAT}
+WIRES = {"claude-code": V.ANTHROPIC, "opencode": V.CHAT, "codex": V.RESPONSES}
 ROWS = [*V.VARIATIONS, "compatible"]
 MATRIX: dict[tuple[str, str], str] = {}
 # Deselected in every run, as a default run leaves them out (they need real clients, load or
