@@ -146,7 +146,7 @@ def _failed(tmp: Path) -> dict[str, set[str]]:
 
 @pytest.mark.slow
 def test_slow_rows_at_once(tmp_path):
-    """Under `slow`: the default suite passes on both wires and with the compatible set (which
+    """Under `slow`: the default suite passes on every wire and with the compatible set (which
     has `slow`), and every engine fault is still caught — all runs at once, one process each."""
     from conformance.engine.launch import serve_engine_in_thread
 
