@@ -2,7 +2,8 @@
 
 Rules:
 - With no target (and no CONFORMANCE_TARGET), it starts the embedded reference engine as a real
-  subprocess (`conformance.engine.launch.spawn_engine`, optionally with `--fault NAME`) and runs
+  subprocess (`conformance.engine.launch.spawn_engine`, optionally with `--fault NAME` and
+  `--variation NAME`) and runs
   the suite against it, then stops the engine.
 - Everything it does not know goes to pytest unchanged (`-n 2`, `-k ...`, `--conformance-*`).
   It adds `--junitxml=<report dir>/junit.xml` unless the user passed a JUnit path.
@@ -24,6 +25,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--target", metavar="URL", help="router or engine base URL (env CONFORMANCE_TARGET)")
     parser.add_argument("--fault", action="append", default=[], metavar="NAME",
                         help="with no --target: start the embedded engine with this fault (repeatable)")
+    parser.add_argument("--variation", action="append", default=[], metavar="NAME",
+                        help="with no --target: start the embedded engine with this valid variation (repeatable; "
+                             "`conformance variations` lists them)")
     parser.set_defaults(_accepts_extra=True)
 
 
@@ -45,9 +49,9 @@ def run(args) -> int:
 
     extra = list(getattr(args, "extra", []) or [])
     target = args.target or os.environ.get("CONFORMANCE_TARGET")
-    if target and args.fault:
-        print("conformance run: --fault applies to the embedded engine; it cannot be combined with --target",
-              file=sys.stderr)
+    if target and (args.fault or args.variation):
+        print("conformance run: --fault and --variation apply to the embedded engine; they cannot be combined "
+              "with --target", file=sys.stderr)
         return 2
     # `conformance` is imported before pytest starts, so its plugin module cannot be rewritten.
     # The suite has no async fixtures; naming a loop scope only silences pytest-asyncio's warning.
@@ -68,6 +72,8 @@ def run(args) -> int:
     engine_args: list[str] = []
     for fault in args.fault:
         engine_args += ["--fault", fault]
+    for name in args.variation:
+        engine_args += ["--variation", name]
     try:
         engine = spawn_engine(*engine_args)
     except EngineStartError as exc:
@@ -76,7 +82,8 @@ def run(args) -> int:
     from conformance import __version__
 
     if not any(a.startswith("--conformance-engine-version") for a in pytest_args):
-        label = f"reference engine (conformance {__version__})" + "".join(f" --fault {f}" for f in args.fault)
+        label = (f"reference engine (conformance {__version__})" + "".join(f" --fault {f}" for f in args.fault)
+                 + "".join(f" --variation {v}" for v in args.variation))
         pytest_args.append(f"--conformance-engine-version={label}")
     with engine:
         faults = f" with fault(s) {', '.join(args.fault)}" if args.fault else ""

@@ -38,7 +38,7 @@ import time
 from aiohttp import web
 
 from conformance.engine import faults as fault_modes
-from conformance.engine import ids, planner, tokenizer
+from conformance.engine import ids, planner, tokenizer, wire
 from conformance.engine.conversation import (
     Conversation,
     InvalidRequest,
@@ -315,6 +315,8 @@ def _stop_reason(reply, faults) -> tuple[str, str | None]:
 def content_blocks(reply, faults, seed: bytes, display: str = "summarized") -> list[dict]:
     """The final content[] of the message (faults that change content applied)."""
     blocks: list[dict] = []
+    if wire.active("thinking-omitted"):
+        display = "omitted"
     if reply.thinking is not None:
         shown = "" if display == "omitted" else reply.thinking  # thinking.display omitted: signature only
         blocks.append({"type": "thinking", "thinking": shown, "signature": ids.signature(reply.thinking)})
@@ -326,9 +328,10 @@ def content_blocks(reply, faults, seed: bytes, display: str = "summarized") -> l
         text += "".join(f"<tool_call>\n{json.dumps({'name': n, 'arguments': a})}\n</tool_call>" for n, a in calls)
         calls = []
     if text or (not calls and reply.thinking is None):
-        blocks.append({"type": "text", "text": text})
+        blocks.extend({"type": "text", "text": part} for part in wire.text_parts(text))
     for k, (name, args) in enumerate(calls):
-        blocks.append({"type": "tool_use", "id": ids.make("toolu_01", seed, k, n=22), "name": name, "input": args})
+        blocks.append({"type": "tool_use", "id": ids.make(wire.other_id("toolu_01", "toolu_bdrk_01"), seed, k, n=22),
+                       "name": name, "input": args})
     return blocks
 
 
@@ -336,8 +339,14 @@ def _usage(conv_tokens: int, output: int, cached: tuple[int, int] = (0, 0)) -> d
     """Usage in the Messages API's shape: `input_tokens` are the prompt tokens neither read from
     nor written to the prefix cache (`cached` = (read, written))."""
     read, written = cached
-    return {"input_tokens": conv_tokens - read - written, "cache_creation_input_tokens": written,
-            "cache_read_input_tokens": read, "output_tokens": output}
+    if wire.active("usage-without-cache"):  # a server without a prefix cache reports none of it
+        return {"input_tokens": conv_tokens, "output_tokens": output}
+    usage = {"input_tokens": conv_tokens - read - written, "cache_creation_input_tokens": written,
+             "cache_read_input_tokens": read, "output_tokens": output}
+    if wire.active("usage-with-cache"):  # the breakdown of cache writes by TTL, and the tier
+        usage["cache_creation"] = {"ephemeral_5m_input_tokens": written, "ephemeral_1h_input_tokens": 0}
+        usage["service_tier"] = "standard"
+    return usage
 
 
 class PrefixCache:
@@ -431,7 +440,7 @@ async def messages(request: web.Request, state, body: dict):
     conv = parse(body, faults)
     reply, prompt = _plan(state, conv)
     seed = ids.digest(json.dumps(body, sort_keys=True))
-    msg_id = ids.make("msg_01", seed, n=22)
+    msg_id = ids.make(wire.other_id("msg_01", "msg_bdrk_01"), seed, n=22)
     model = fault_modes.WRONG_MODEL_NAME if "wrong-model" in faults else conv.model
     blocks = content_blocks(reply, faults, seed, conv.thinking_display)
     reason, seq = _stop_reason(reply, faults)

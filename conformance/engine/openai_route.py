@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from conformance.engine import faults as fault_modes
-from conformance.engine import ids, planner
+from conformance.engine import ids, planner, wire
 from conformance.engine.anthropic_route import BILLING_HEADER_PREFIX, prefix_cache, refuse_ungrammatical
 from conformance.engine.conversation import (
     Conversation,
@@ -235,7 +235,9 @@ def rendered_calls(reply, faults, seed):
         js = compact_json(args)
         if "tool-args-invalid-json" in faults:
             js = js[:-1]
-        out.append((ids.make("call_", seed, k, n=24), name, js, args))
+        call_id = ("chatcmpl-tool-" + ids.digest(seed, "call", k).hex()[:32] if wire.active("other-id-formats")
+                   else ids.make("call_", seed, k, n=24))  # vLLM: chatcmpl-tool-<uuid hex>
+        out.append((call_id, name, js, args))
     return out, ""
 
 
@@ -244,6 +246,10 @@ def _usage(prompt, output, faults, cached: int = 0):
     usage = {"prompt_tokens": prompt, "completion_tokens": output, "total_tokens": total}
     if cached:
         usage["prompt_tokens_details"] = {"cached_tokens": cached}  # vLLM with prefix caching
+    if wire.active("usage-with-cache"):  # OpenAI: the cached part of the prompt, and reasoning
+        usage["prompt_tokens_details"] = {"cached_tokens": cached, "audio_tokens": 0}
+        usage["completion_tokens_details"] = {"reasoning_tokens": 0, "audio_tokens": 0,
+                                              "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}
     return usage
 
 
@@ -301,7 +307,8 @@ async def chat(request: web.Request, state, body: dict):
     answer = plan_answer(state, body, parse)
     reply, prompt, model, created, calls, text = (answer.reply, answer.prompt, answer.model, answer.created,
                                                   answer.calls, answer.text)
-    cid = ids.make("chatcmpl-", answer.seed, n=29)
+    cid = ("chatcmpl-" + ids.digest(answer.seed, "chat").hex()[:32] if wire.active("other-id-formats")
+           else ids.make("chatcmpl-", answer.seed, n=29))  # vLLM: chatcmpl-<uuid hex>
     fr = finish_reason(reply, faults)
     # vLLM names the matched stop string (or stop token id) in a non-standard `stop_reason` on the
     # choice (vllm/entrypoints/openai/protocol.py, ChatCompletionResponseChoice.stop_reason): a

@@ -47,7 +47,7 @@ import secrets
 
 from aiohttp import web
 
-from conformance.engine import ids, tokenizer
+from conformance.engine import ids, tokenizer, wire
 from conformance.engine.conversation import (
     Conversation,
     InvalidRequest,
@@ -231,6 +231,14 @@ def _parse_input(inp, faults):
     return system, out
 
 
+def _make_id(prefix: str, seed, *parts, n: int = 32) -> str:
+    """An item or response id: OpenAI's own are hex (resp_67cc...), under `other-id-formats`;
+    base62 by default."""
+    if wire.active("other-id-formats"):
+        return prefix + ids.digest(seed, prefix, *parts).hex()[:48]
+    return ids.make(prefix, seed, *parts, n=n)
+
+
 def _call_items(conv: Conversation, calls, seed, faults) -> tuple[list[dict], str]:
     """Output items for the planned calls (after the call faults), and text said instead of a call."""
     by_name = {t.name: t for t in conv.tools}
@@ -242,13 +250,13 @@ def _call_items(conv: Conversation, calls, seed, faults) -> tuple[list[dict], st
             if "custom-tool-dropped" in faults:  # no freeform support: the patch is said as plain text
                 said += ("\n\n" if said else "") + raw
             elif "custom-tool-as-function" in faults:  # a chat-only translation wraps the text as JSON
-                items.append({"id": ids.make("fc_", seed, k, n=32), "type": "function_call", "status": "completed",
+                items.append({"id": _make_id("fc_", seed, k, n=32), "type": "function_call", "status": "completed",
                               "call_id": call_id, "name": name, "arguments": json.dumps({"input": raw})})
             else:
-                items.append({"id": ids.make("ctc_", seed, k, n=32), "type": "custom_tool_call",
+                items.append({"id": _make_id("ctc_", seed, k, n=32), "type": "custom_tool_call",
                               "status": "completed", "call_id": call_id, "name": name, "input": raw})
             continue
-        item = {"id": ids.make("fc_", seed, k, n=32), "type": "function_call", "status": "completed",
+        item = {"id": _make_id("fc_", seed, k, n=32), "type": "function_call", "status": "completed",
                 "call_id": call_id, "name": name, "arguments": js}
         if tool is not None and tool.namespace:
             if "namespace-flattened" in faults:
@@ -268,13 +276,13 @@ async def responses(request: web.Request, state, body: dict):
     conv = answer.conv
     reply, prompt, seed, model, created, calls, text = (answer.reply, answer.prompt, answer.seed, answer.model,
                                                         answer.created, answer.calls, answer.text)
-    rid = ids.make("resp_", seed, n=32)
+    rid = _make_id("resp_", seed, n=32)
     summary_asked = isinstance(body.get("reasoning"), dict) and body["reasoning"].get("summary") is not None
     encrypted = ENCRYPTED_INCLUDE in (body.get("include") or [])
 
     items = []
     if reply.thinking is not None:
-        rs = {"id": ids.make("rs_", seed, n=32), "type": "reasoning", "status": "completed"}
+        rs = {"id": _make_id("rs_", seed, n=32), "type": "reasoning", "status": "completed"}
         if summary_asked:
             rs["summary"] = [{"type": "summary_text", "text": reply.thinking}]
         else:
@@ -287,15 +295,19 @@ async def responses(request: web.Request, state, body: dict):
     if said:
         text = f"{text}\n\n{said}" if text else said
     if text or not call_items:
-        items.append({"id": ids.make("msg_", seed, n=32), "type": "message", "status": "completed",
+        items.append({"id": _make_id("msg_", seed, n=32), "type": "message", "status": "completed",
                       "role": "assistant",
-                      "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]})
+                      "content": [{"type": "output_text", "text": part, "annotations": [], "logprobs": []}
+                                  for part in wire.text_parts(text)]})
     items += call_items
     incomplete = reply.stop_reason == "max_tokens"
     out_tokens = reply.output_tokens
     usage = {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": out_tokens,
              "output_tokens_details": {"reasoning_tokens": tokenizer.count(reply.thinking or "")},
              "total_tokens": prompt + out_tokens + (17 if "usage-inconsistent" in faults else 0)}
+    if wire.active("usage-without-cache"):
+        usage.pop("input_tokens_details", None)
+        usage.pop("output_tokens_details", None)
 
     def response_obj(status, output, with_usage):
         return {"id": rid, "object": "response", "created_at": created, "status": status,

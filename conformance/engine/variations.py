@@ -28,10 +28,11 @@ ALL_WIRES = (ANTHROPIC, CHAT, RESPONSES)
 # `slow`: time between content events, and the ping interval while waiting (numbers in docs/engine.md).
 SLOW_GAP_SECONDS = 2.0
 SLOW_PING_SECONDS = 0.5
-# `slow` pauses before the first SLOW_GAPS content events only, then streams at the default pace:
-# the long waits are what a slow server shows (pings, deadlines reset by content), and a suite of
-# ~100 streams at 2 s per token would take hours without judging anything more.
-SLOW_GAPS = 3
+# `slow` pauses before the first SLOW_GAPS content events only (a 2 s wait for the first token,
+# then 2 s between the first two), then streams at the default pace: those waits are what a slow
+# server shows the client (pings while waiting, content after a gap), and a suite of ~100 streams
+# at 2 s per token would take hours without judging anything more.
+SLOW_GAPS = 2
 # `retry:` value sent by `sse-comments-retry` (milliseconds, WHATWG SSE).
 RETRY_MS = 3000
 # The unknown field added by `unknown-fields` (a non-ASCII value, so it also splits UTF-8).
@@ -68,7 +69,7 @@ VARIATIONS: dict[str, Variation] = {
         "SSE lines end in a lone CR",
         "WHATWG HTML, server-sent events: end-of-line is CRLF, LF or CR", excludes=("crlf",)),
     "sse-comments-retry": Variation(
-        f"a `retry: {RETRY_MS}` field first, and `: comment` lines between events",
+        f"a `retry: {RETRY_MS}` field in the first event, and `: comment` lines between events",
         "WHATWG HTML, server-sent events: comments and the retry field; OpenRouter's `: OPENROUTER PROCESSING`"),
     "pings-everywhere": Variation(
         "a ping between any two events (Anthropic `event: ping`; an SSE comment on the OpenAI wires)",

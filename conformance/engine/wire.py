@@ -82,6 +82,20 @@ def active(name: str) -> bool:
     return name in current().variations
 
 
+def other_id(default: str, other: str) -> str:
+    """`other` under `other-id-formats`, else `default` (ids are opaque strings on every wire)."""
+    return other if active("other-id-formats") else default
+
+
+def text_parts(text: str) -> list[str]:
+    """The answer text as its blocks: two under `several-text-blocks` (cut at a space near the middle)."""
+    if not active("several-text-blocks") or len(text) < 2:
+        return [text]
+    mid = text.find(" ", len(text) // 2)
+    mid = mid + 1 if 0 < mid < len(text) - 1 else len(text) // 2
+    return [text[:mid], text[mid:]]
+
+
 def _scaled(sizes, length):
     # Long strings get proportionally larger pieces (about 500 pieces at most).
     factor = max(1, length // 1500)
@@ -258,7 +272,10 @@ class SSEWriter:
     async def raw(self, data: bytes, *, payload=None) -> None:
         await self._pace(payload)
         if self.events == 0 and "sse-comments-retry" in self.vars:
-            self.buf += self._frame(None, f"retry: {V.RETRY_MS}\n\n".encode())
+            # Inside the first event, not a block of its own: a retry-only block dispatches no event
+            # (WHATWG SSE), but the official SDKs' decoders yield it as an event with empty data
+            # and fail on its JSON.
+            self.buf += self._frame(None, f"retry: {V.RETRY_MS}\n".encode())
         if self.events > 0:
             if "sse-comments-retry" in self.vars:
                 self.buf += self._frame(None, b": variation comment\n")

@@ -4,7 +4,8 @@ Rules:
 - `headers_for(api, api_key, captured_headers)` keeps the client's own headers (anthropic-version,
   anthropic-beta, x-app, user-agent, session ids) and drops what must not be replayed:
   hop-by-hop headers, the captured (redacted) credentials, and content-encoding negotiation
-  (the transport records raw bytes, so responses must arrive uncompressed). The key is sent the
+  (the transport records raw bytes, so responses must arrive uncompressed), unless
+  CONFORMANCE_ACCEPT_ENCODING=captured keeps the client's own. The key is sent the
   way each client sends it, as the Dialect says (`bearer`, `default_headers`): `x-api-key` on the
   Anthropic wire (or `Authorization: Bearer` when the capture shows the client used a bearer
   token, as Claude Code does with ANTHROPIC_AUTH_TOKEN), `Authorization: Bearer` on the OpenAI wire.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from typing import Any
 
 from conformance.wire.dialect import DIALECTS
@@ -27,6 +29,7 @@ from conformance.wire.dialect import DIALECTS
 # Not replayed: hop-by-hop, length/host (recomputed), encodings (raw bytes are recorded).
 _DROP = {"host", "content-length", "connection", "transfer-encoding", "keep-alive", "accept-encoding",
          "proxy-authorization", "te", "upgrade", "cookie"}
+ACCEPT_ENCODING_ENV = "CONFORMANCE_ACCEPT_ENCODING"
 # Credential header names (lower-case): never replayed from a capture (the user's key replaces
 # them), and the names whose values `conformance.capture.redact.redact_credentials` replaces in
 # the report copies of what the suite sent. One list, here on the lower floor; capture imports it.
@@ -46,7 +49,10 @@ def headers_for(api: str, api_key: str | None, captured_headers: dict[str, str] 
         if isinstance(value, str) and "<redacted" in value:
             continue
         out[name] = value
-    out["accept-encoding"] = "identity"
+    # CONFORMANCE_ACCEPT_ENCODING=captured: send the client's own accept-encoding (the transport
+    # then decodes what comes back); by default responses are asked for uncompressed.
+    keep = os.environ.get(ACCEPT_ENCODING_ENV, "").strip().lower() == "captured"
+    out["accept-encoding"] = captured["accept-encoding"] if keep and "accept-encoding" in captured else "identity"
     out.setdefault("content-type", "application/json")
     for name, value in wire.default_headers if wire is not None else ():
         out.setdefault(name, value)

@@ -27,6 +27,9 @@ Rules:
   completed since its last call, and is called only when a chunk completes an event (a blank line
   arrives), so the work is linear in the bytes received; a body that opens with `{` or `[` is
   content from its first byte, as the Dialect predicates say.
+- A request that asks for a content coding (accept-encoding other than identity, see
+  net/client.py) gets its chunks decoded as they arrive (httpx's decoders), arrival times kept;
+  the caps then count the decoded bytes (what is kept and judged).
 """
 
 from __future__ import annotations
@@ -213,7 +216,9 @@ async def send(
             ex.status = resp.status_code
             ex.response_headers = {k.lower(): v for k, v in resp.headers.items()}
             caps = ByteCaps(limits, event_stream="text/event-stream" in ex.response_headers.get("content-type", ""))
-            async for chunk in resp.aiter_raw():
+            # Asked for a content coding (the client's own accept-encoding): record decoded bytes.
+            decode = headers.get("accept-encoding", headers.get("Accept-Encoding", "identity")) != "identity"
+            async for chunk in (resp.aiter_bytes() if decode else resp.aiter_raw()):
                 now = time.monotonic() - start
                 if ex.first_byte_at is None:
                     ex.first_byte_at = now
