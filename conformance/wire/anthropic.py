@@ -53,10 +53,11 @@ from conformance.wire.base import (
     check_for_pointer,
     compiled_validator,
     fast_json,
+    judge_stream,
     load_json,
     schema_problems,
 )
-from conformance.wire.sse import SSEDecoder, SSEEvent, decode, head_then_whole, iter_chunks
+from conformance.wire.sse import SSEDecoder, SSEEvent, decode, head_then_whole
 
 # ----------------------------------------------------------------------------- check ids
 _C = "anthropic.stream."
@@ -546,16 +547,7 @@ class StreamMachine:
 
 def check_stream(chunks, *, request: dict | None = None) -> StreamReport:
     """Judge a whole Anthropic event stream: bytes, or the transport's [(t, bytes)] chunks."""
-    dec = SSEDecoder(require_event_name=True)
-    machine = StreamMachine(request)
-    for t, data in iter_chunks(chunks):
-        for ev in dec.feed(data, t):
-            machine.feed(ev)
-    for ev in dec.close():
-        machine.feed(ev)
-    report = machine.finish()
-    report.violations[:0] = dec.violations  # framing first: it explains what follows
-    return report
+    return judge_stream(SSEDecoder(require_event_name=True), StreamMachine(request), chunks)
 
 
 # ----------------------------------------------------------------------------- non-stream

@@ -22,7 +22,7 @@ from functools import cache
 from typing import Any
 
 from conformance.core.failures import HasViolations, Violation
-from conformance.wire.sse import SSEEvent
+from conformance.wire.sse import SSEDecoder, SSEEvent, iter_chunks
 
 
 @dataclass
@@ -324,3 +324,16 @@ def load_json(body: bytes | bytearray | str | dict) -> tuple[Any, str | None]:
         return json.loads(body), None
     except (ValueError, UnicodeDecodeError) as exc:
         return None, str(exc)
+
+
+def judge_stream(decoder: SSEDecoder, machine, chunks) -> StreamReport:
+    """Run a wire's state machine over the events `decoder` finds in `chunks` (bytes, or the
+    transport's [(t, bytes)]); the framing violations go first: they explain what follows."""
+    for t, data in iter_chunks(chunks):
+        for ev in decoder.feed(data, t):
+            machine.feed(ev)
+    for ev in decoder.close():
+        machine.feed(ev)
+    report = machine.finish()
+    report.violations[:0] = decoder.violations
+    return report

@@ -31,8 +31,15 @@ from typing import Any
 
 from conformance.core.failures import Violation
 from conformance.core.registry import register, violation
-from conformance.wire.base import StreamReport, check_for_pointer, fast_json, load_json, schema_problems
-from conformance.wire.sse import SSEDecoder, SSEEvent, decode, head_then_whole, iter_chunks
+from conformance.wire.base import (
+    StreamReport,
+    check_for_pointer,
+    fast_json,
+    judge_stream,
+    load_json,
+    schema_problems,
+)
+from conformance.wire.sse import SSEDecoder, SSEEvent, decode, head_then_whole
 
 # ----------------------------------------------------------------------------- check ids
 _C = "openai.stream."
@@ -425,16 +432,7 @@ class StreamMachine:
 
 def check_stream(chunks, *, request: dict | None = None) -> StreamReport:
     """Judge a whole chat-completions stream: bytes, or the transport's [(t, bytes)] chunks."""
-    dec = SSEDecoder()
-    machine = StreamMachine(request)
-    for t, data in iter_chunks(chunks):
-        for ev in dec.feed(data, t):
-            machine.feed(ev)
-    for ev in dec.close():
-        machine.feed(ev)
-    report = machine.finish()
-    report.violations[:0] = dec.violations
-    return report
+    return judge_stream(SSEDecoder(), StreamMachine(request), chunks)
 
 
 # ----------------------------------------------------------------------------- non-stream

@@ -41,8 +41,8 @@ from typing import Any
 
 from conformance.core.failures import Violation
 from conformance.core.registry import register, violation
-from conformance.wire.base import StreamReport, load_json, schema_problems
-from conformance.wire.sse import SSEDecoder, SSEEvent, decode, iter_chunks
+from conformance.wire.base import StreamReport, judge_stream, load_json, schema_problems
+from conformance.wire.sse import SSEDecoder, SSEEvent, decode
 
 # ----------------------------------------------------------------------------- check ids
 _C = "responses.stream."
@@ -680,16 +680,7 @@ def _usage_problems(usage: Any, check_id: str, base: str, **where: Any) -> list[
 
 def check_stream(chunks, *, request: dict | None = None) -> StreamReport:
     """Judge a whole Responses stream: bytes, or the transport's [(t, bytes)] chunks."""
-    dec = SSEDecoder()
-    machine = StreamMachine(request)
-    for t, data in iter_chunks(chunks):
-        for ev in dec.feed(data, t):
-            machine.feed(ev)
-    for ev in dec.close():
-        machine.feed(ev)
-    report = machine.finish()
-    report.violations[:0] = dec.violations
-    return report
+    return judge_stream(SSEDecoder(), StreamMachine(request), chunks)
 
 
 # ----------------------------------------------------------------------------- non-stream
