@@ -3,41 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
-from collections.abc import Iterator
 
 import pytest
 from aiohttp import web
 
-
-@contextlib.contextmanager
-def serve_app_in_thread(app: web.Application) -> Iterator[str]:
-    """Serve an aiohttp app on 127.0.0.1:<free port> in a thread; yields the base URL."""
-    loop = asyncio.new_event_loop()
-    box: dict = {}
-    ready = threading.Event()
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        loop.run_until_complete(site.start())
-        box["url"] = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
-        ready.set()
-        loop.run_forever()
-        loop.run_until_complete(runner.cleanup())
-        loop.close()
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    assert ready.wait(10)
-    try:
-        yield box["url"]
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        t.join(10)
+from tests.loopback import serve_app_in_thread
 
 
 class SlowUpstream:

@@ -6,7 +6,6 @@ side), so a 200 MB event or 300 MB without a newline costs the test only what th
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from conformance.net.transport import MIB, ContentWatch, Deadlines, Limits, send
 from conformance.report.artifacts import write_failure_folder
 from conformance.suite.session import Sent
 from conformance.wire.dialect import ANTHROPIC
+from tests.loopback import serve_app_in_thread
 
 WRITE = 64 * 1024  # the server's write size; httpx hands chunks of at most this size here
 
@@ -58,37 +58,7 @@ def huge(serve_app_module):
 
 @pytest.fixture(scope="module")
 def serve_app_module():
-    import contextlib
-    import threading
-
-    @contextlib.contextmanager
-    def serve(app):
-        loop = asyncio.new_event_loop()
-        box: dict = {}
-        ready = threading.Event()
-
-        def run():
-            asyncio.set_event_loop(loop)
-            runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=0.5)
-            loop.run_until_complete(runner.setup())
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            loop.run_until_complete(site.start())
-            box["url"] = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
-            ready.set()
-            loop.run_forever()
-            loop.run_until_complete(runner.cleanup())
-            loop.close()
-
-        thread = threading.Thread(target=run, daemon=True)
-        thread.start()
-        assert ready.wait(10)
-        try:
-            yield box["url"]
-        finally:
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join(10)
-
-    return serve
+    return serve_app_in_thread
 
 
 def _send(url: str, limits: Limits | None = None):

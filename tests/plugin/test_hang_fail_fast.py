@@ -7,9 +7,7 @@ hangs only on requests that carry a marker, answering everything else.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import threading
 import time
 
 import pytest
@@ -19,38 +17,9 @@ from conformance.engine.launch import serve_engine_in_thread
 from conformance.net.client import serialize
 from conformance.suite.config import SuiteConfig
 from conformance.suite.session import HANG_AFTER, SuiteSession
+from tests.loopback import serve_app_in_thread
 
 FIRST_CONTENT = 0.4  # short deadlines keep this fast; the arithmetic scales with them
-
-
-@contextlib.contextmanager
-def serve_app_in_thread(app: web.Application):
-    """Serve `app` on a free loopback port; a client that gives up cancels its handler."""
-    loop = asyncio.new_event_loop()
-    box: dict = {}
-    ready = threading.Event()
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False, handler_cancellation=True,
-                               shutdown_timeout=0.5)
-        loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        loop.run_until_complete(site.start())
-        box["url"] = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
-        ready.set()
-        loop.run_forever()
-        loop.run_until_complete(runner.cleanup())
-        loop.close()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    assert ready.wait(10)
-    try:
-        yield box["url"]
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
 
 
 def _config(url: str, **options) -> SuiteConfig:
