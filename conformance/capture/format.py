@@ -237,5 +237,15 @@ def iter_capture_files(root: Path | str) -> Iterator[Path]:
             yield p
 
 
+def is_capture_file(path: Path | str) -> bool:
+    """Whether `path` holds a capture (its `format`), not some other JSON that sits beside the
+    captures (a client's own state in a scratch HOME under the output folder, say)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return True  # unreadable: let load_capture say what is wrong with it
+    return isinstance(data, dict) and data.get("format") == FORMAT
+
+
 def load_captures(root: Path | str) -> list[Capture]:
     return [load_capture(p) for p in iter_capture_files(root)]

@@ -301,11 +301,13 @@ def capture_case(case: Case, info: dict[str, str], recorder: CaptureRecorder, pr
 
 def write_manifest(out: Path, extra: dict[str, Any] | None = None) -> Path:
     """captured/manifest.json: one entry per capture file under `out`."""
-    from conformance.capture.format import iter_capture_files
+    from conformance.capture.format import is_capture_file, iter_capture_files
 
     entries = []
     clients: dict[str, dict[str, Any]] = {}
     for p in iter_capture_files(out):
+        if not is_capture_file(p):
+            continue  # a client's own JSON (e.g. a scratch HOME kept under the output folder)
         cap = load_capture(p)
         entries.append({
             "file": p.relative_to(out).as_posix(),

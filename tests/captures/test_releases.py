@@ -99,3 +99,14 @@ def test_no_peer_fixture_keeps_a_release_in_its_keys():
         doc = json.loads(path.read_text())
         for entry in doc.get("known_failures", []):
             assert migrate_key(entry["test"])[1] is None, (path.name, entry["test"])
+
+
+def test_the_manifest_leaves_out_json_that_is_not_a_capture(tmp_path):
+    """A scratch HOME kept under the output folder holds the client's own JSON: not a capture."""
+    src = next(CORPUS.glob("claude-code/2.1.332/*.json"))
+    (tmp_path / "claude-code" / "2.1.332").mkdir(parents=True)
+    shutil.copy(src, tmp_path / "claude-code" / "2.1.332" / src.name)
+    (tmp_path / "scratch" / "home").mkdir(parents=True)
+    (tmp_path / "scratch" / "home" / "state.json").write_text('{"usage-rows-queued": "x"}')
+    manifest = json.loads(recapture.write_manifest(tmp_path).read_text())
+    assert [c["file"] for c in manifest["cases"]] == [f"claude-code/2.1.332/{src.name}"]
