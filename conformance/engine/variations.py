@@ -82,7 +82,8 @@ VARIATIONS: dict[str, Variation] = {
         f"an unknown field `{UNKNOWN_FIELD}` in every object of every event and body (tool inputs excepted)",
         "Anthropic versioning docs: new fields may be added to responses; OpenAI adds fields without a version"),
     "one-byte-writes": Variation(
-        "every network write is one byte",
+        "every network write is one byte for the first 4 KiB of a body (event names, JSON, the blank line "
+        "all split), then writes of 1 to 97 bytes",
         "a proxy that flushes per byte; TCP may deliver any segmentation", excludes=("instant", "split-utf8")),
     "split-utf8": Variation(
         "network writes end inside multi-byte UTF-8 characters and between the two newlines that end an event",
