@@ -50,8 +50,10 @@ from conformance.core.failures import Violation
 from conformance.core.registry import register, violation
 from conformance.wire.base import (
     StreamReport,
+    body_preview,
     check_for_pointer,
     compiled_validator,
+    error_envelope_problems,
     fast_json,
     judge_stream,
     load_json,
@@ -557,7 +559,7 @@ def check_response(body, *, request: dict | None = None) -> tuple[dict | None, l
     out: list[Violation] = []
     if err is not None or not isinstance(data, dict):
         out.append(violation(_R + "json", f"the response body is not a JSON object ({err or type(data).__name__})",
-                             expected="a Messages response object", seen=_preview(body)))
+                             expected="a Messages response object", seen=body_preview(body)))
         return None, out
     if data.get("type") == "error":
         out.append(violation(_R + "schema", "a 2xx response carries an error envelope",
@@ -586,15 +588,11 @@ def check_response(body, *, request: dict | None = None) -> tuple[dict | None, l
 # ----------------------------------------------------------------------------- errors
 def check_error(status: int, body: bytes) -> list[Violation]:
     """Judge an error response: the envelope, a defined error type, and the status that goes with it."""
-    out: list[Violation] = []
     cid = "anthropic.error.envelope"
-    data, err = load_json(body)
-    if err is not None or not isinstance(data, dict):
-        out.append(violation(cid, f"HTTP {status} error body is not a JSON object ({err or type(data).__name__})",
-                             expected='{"type":"error","error":{"type":...,"message":...}}', seen=_preview(body)))
+    data, out = error_envelope_problems(cid, "anthropic.error", status, body,
+                                        '{"type":"error","error":{"type":...,"message":...}}', error_status=False)
+    if data is None:
         return out
-    for ptr, msg, expected, seen in schema_problems("anthropic.error", data):
-        out.append(violation(cid, f"HTTP {status} error body: {msg}", expected=expected, seen=seen, pointer=ptr))
     etype = data.get("error", {}).get("type") if isinstance(data.get("error"), dict) else None
     want = ERROR_STATUS.get(etype) if isinstance(etype, str) else None
     known_statuses = set(ERROR_STATUS.values())
@@ -609,11 +607,6 @@ def check_error(status: int, body: bytes) -> list[Violation]:
                              seen=f"HTTP {status}", severity="warning" if status >= 500 else None))
     return out
 
-
-def _preview(body) -> str:
-    if isinstance(body, bytes | bytearray):
-        body = bytes(body[:200]).decode("utf-8", errors="replace")
-    return str(body)[:200]
 
 
 # ----------------------------------------------------------------------------- first content

@@ -22,6 +22,7 @@ from functools import cache
 from typing import Any
 
 from conformance.core.failures import HasViolations, Violation
+from conformance.core.registry import violation
 from conformance.wire.sse import SSEDecoder, SSEEvent, iter_chunks
 
 
@@ -337,3 +338,27 @@ def judge_stream(decoder: SSEDecoder, machine, chunks) -> StreamReport:
     report = machine.finish()
     report.violations[:0] = decoder.violations
     return report
+
+
+def body_preview(body) -> str:
+    """The first 200 characters of a body (bytes or text), for a violation's `seen`."""
+    if isinstance(body, bytes | bytearray):
+        body = bytes(body[:200]).decode("utf-8", errors="replace")
+    return str(body)[:200]
+
+
+def error_envelope_problems(check_id: str, schema: str, status: int, body, shape: str,
+                            *, error_status: bool = True) -> tuple[dict | None, list[Violation]]:
+    """An error body checked against its wire's envelope schema: (the body as a dict or None,
+    violations). `shape` is the envelope as the expectation names it; `error_status` also asks
+    for a 4xx / 5xx status beside an error body."""
+    data, err = load_json(body)
+    if err is not None or not isinstance(data, dict):
+        return None, [violation(check_id, f"HTTP {status} error body is not a JSON object "
+                                f"({err or type(data).__name__})", expected=shape, seen=body_preview(body))]
+    out = [violation(check_id, f"HTTP {status} error body: {msg}", expected=expected, seen=seen, pointer=ptr)
+           for ptr, msg, expected, seen in schema_problems(schema, data)]
+    if error_status and status < 400:
+        out.append(violation(check_id, f"an error body with HTTP {status}", expected="a 4xx or 5xx status",
+                             seen=f"HTTP {status}"))
+    return data, out

@@ -33,7 +33,9 @@ from conformance.core.failures import Violation
 from conformance.core.registry import register, violation
 from conformance.wire.base import (
     StreamReport,
+    body_preview,
     check_for_pointer,
+    error_envelope_problems,
     fast_json,
     judge_stream,
     load_json,
@@ -443,7 +445,7 @@ def check_response(body, *, request: dict | None = None) -> tuple[dict | None, l
     out: list[Violation] = []
     if err is not None or not isinstance(data, dict):
         out.append(violation(_R + "json", f"the response body is not a JSON object ({err or type(data).__name__})",
-                             expected="a chat.completion object", seen=_preview(body)))
+                             expected="a chat.completion object", seen=body_preview(body)))
         return None, out
     for ptr, msg, expected, seen in schema_problems("openai.chat_completion", data):
         check_id = check_for_pointer(RESPONSE_SCHEMA_CHECKS, "response", ptr, _R + "schema")
@@ -509,23 +511,9 @@ def _usage_problems(usage, check_id: str) -> list[Violation]:
 # ----------------------------------------------------------------------------- errors
 def check_error(status: int, body: bytes) -> list[Violation]:
     """Judge an error response: `{"error": {"message": str, "type": ..., ...}}`."""
-    cid = "openai.error.envelope"
-    data, err = load_json(body)
-    if err is not None or not isinstance(data, dict):
-        return [violation(cid, f"HTTP {status} error body is not a JSON object ({err or type(data).__name__})",
-                          expected='{"error": {"message": ..., "type": ...}}', seen=_preview(body))]
-    out = [violation(cid, f"HTTP {status} error body: {msg}", expected=expected, seen=seen, pointer=ptr)
-           for ptr, msg, expected, seen in schema_problems("openai.error", data)]
-    if status < 400:
-        out.append(violation(cid, f"an error body with HTTP {status}", expected="a 4xx or 5xx status",
-                             seen=f"HTTP {status}"))
-    return out
+    return error_envelope_problems("openai.error.envelope", "openai.error", status, body,
+                                   '{"error": {"message": ..., "type": ...}}')[1]
 
-
-def _preview(body) -> str:
-    if isinstance(body, bytes | bytearray):
-        body = bytes(body[:200]).decode("utf-8", errors="replace")
-    return str(body)[:200]
 
 
 # ----------------------------------------------------------------------------- first content

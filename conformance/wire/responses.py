@@ -41,7 +41,14 @@ from typing import Any
 
 from conformance.core.failures import Violation
 from conformance.core.registry import register, violation
-from conformance.wire.base import StreamReport, judge_stream, load_json, schema_problems
+from conformance.wire.base import (
+    StreamReport,
+    body_preview,
+    error_envelope_problems,
+    judge_stream,
+    load_json,
+    schema_problems,
+)
 from conformance.wire.sse import SSEDecoder, SSEEvent, decode
 
 # ----------------------------------------------------------------------------- check ids
@@ -690,7 +697,7 @@ def check_response(body, *, request: dict | None = None) -> tuple[dict | None, l
     if err is not None or not isinstance(data, dict):
         return None, [violation(RESPONSE_SCHEMA, f"the response body is not a JSON object "
                                 f"({err or type(data).__name__})", expected="a Response object",
-                                seen=_preview(body))]
+                                seen=body_preview(body))]
     out = [violation(RESPONSE_SCHEMA, f"response: {msg}", expected=expected, seen=seen, pointer=ptr)
            for ptr, msg, expected, seen in schema_problems("responses.response", data)]
     status = data.get("status")
@@ -709,22 +716,8 @@ def check_response(body, *, request: dict | None = None) -> tuple[dict | None, l
 # ----------------------------------------------------------------------------- errors
 def check_error(status: int, body: bytes) -> list[Violation]:
     """Judge an error response: `{"error": {"message": str, "type": ..., "code": ...}}`."""
-    data, err = load_json(body)
-    if err is not None or not isinstance(data, dict):
-        return [violation(ENVELOPE, f"HTTP {status} error body is not a JSON object ({err or type(data).__name__})",
-                          expected='{"error": {"message": ...}}', seen=_preview(body))]
-    out = [violation(ENVELOPE, f"HTTP {status} error body: {msg}", expected=expected, seen=seen, pointer=ptr)
-           for ptr, msg, expected, seen in schema_problems("responses.error", data)]
-    if status < 400:
-        out.append(violation(ENVELOPE, f"an error body with HTTP {status}", expected="a 4xx or 5xx status",
-                             seen=f"HTTP {status}"))
-    return out
+    return error_envelope_problems(ENVELOPE, "responses.error", status, body, '{"error": {"message": ...}}')[1]
 
-
-def _preview(body) -> str:
-    if isinstance(body, bytes | bytearray):
-        body = bytes(body[:200]).decode("utf-8", errors="replace")
-    return str(body)[:200]
 
 
 # ----------------------------------------------------------------------------- first content
