@@ -116,6 +116,16 @@ def _offers_namespace(body: dict, namespace: str) -> bool:
                for t in body.get("tools") or [])
 
 
+def _corpus_files(root: Path | str | None) -> tuple[Path | None, list[Path]]:
+    """The corpus folder (`root`, or the bundled captured/; None when there is none) and its
+    capture files."""
+    try:
+        root_path = Path(root) if root is not None else captured_dir()
+    except FileNotFoundError:
+        return None, []
+    return root_path, (list(iter_capture_files(root_path)) if root_path.exists() else [])
+
+
 def find_template(api: str, root: Path | str | None = None, *, fallback: bool = True,
                   namespace: str | None = None) -> Template:
     """The real client's first tool-bearing request for `api` from the capture corpus.
@@ -128,26 +138,22 @@ def find_template(api: str, root: Path | str | None = None, *, fallback: bool = 
         raise ValueError(f"api must be one of {sorted(CLIENT_FOR_API)}, got {api!r}")
     client = CLIENT_FOR_API[api]
     candidates = []
-    try:
-        root_path = Path(root) if root is not None else captured_dir()
-    except FileNotFoundError:
-        root_path = None
-    if root_path is not None and root_path.exists():
-        for f in iter_capture_files(root_path):
-            try:
-                cap = load_capture(f)
-            except CaptureFormatError:
-                continue
-            if cap.client != client:
-                continue
-            req = _first_loop_request(cap, api)
-            if req is not None:
-                offered = set(offered_tool_names(api, req.body))
-                complete = all(t in offered for t in LOOP_TOOLS.get(client, ()))
-                has_namespace = namespace is not None and _offers_namespace(req.body, namespace)
-                rank = (complete, has_namespace, cap.case == "default", "tool-loop" in cap.case, _version_key(cap.client_version),
-                        str(f))
-                candidates.append((rank, req, cap, f))
+    root_path, files = _corpus_files(root)
+    for f in files:
+        try:
+            cap = load_capture(f)
+        except CaptureFormatError:
+            continue
+        if cap.client != client:
+            continue
+        req = _first_loop_request(cap, api)
+        if req is not None:
+            offered = set(offered_tool_names(api, req.body))
+            complete = all(t in offered for t in LOOP_TOOLS.get(client, ()))
+            has_namespace = namespace is not None and _offers_namespace(req.body, namespace)
+            rank = (complete, has_namespace, cap.case == "default", "tool-loop" in cap.case, _version_key(cap.client_version),
+                    str(f))
+            candidates.append((rank, req, cap, f))
     if candidates:
         candidates.sort(key=lambda c: c[0], reverse=True)
         _, req, cap, f = candidates[0]
@@ -168,11 +174,7 @@ def find_stored_history(api: str, root: Path | str | None = None) -> tuple[list[
     encrypted_content), and where it came from. Falls back to the bundled recording."""
     client = CLIENT_FOR_API[api]
     talk = conversation(api)
-    try:
-        root_path = Path(root) if root is not None else captured_dir()
-    except FileNotFoundError:
-        root_path = None
-    files = list(iter_capture_files(root_path)) if root_path is not None and root_path.exists() else []
+    root_path, files = _corpus_files(root)
     best: tuple[int, list[dict], str] | None = None
     for f in [*files, TEMPLATES_DIR / f"{client}.json"]:
         if best is not None and f.parent == TEMPLATES_DIR:
