@@ -112,7 +112,9 @@ def claude_code_router(upstream_url: str, upstream_model: str, *, log_name: str 
     """claude-code-router: Anthropic /v1/messages in, the provider's OpenAI chat completions out."""
     d = peers_dir()
     port = free_port()
-    home = d / "run" / f"{log_name}-home"
+    # One HOME per instance: claude-code-router keeps a PID file there and a second `ccr start`
+    # with the same HOME exits 0 ("server is running") instead of serving its own port.
+    home = d / "run" / f"{log_name}-{port}-home"
     (home / ".claude-code-router").mkdir(parents=True, exist_ok=True)
     (home / ".claude-code-router" / "config.json").write_text(json.dumps({
         "PORT": port, "HOST": "127.0.0.1", "NON_INTERACTIVE_MODE": True, "LOG": False,
