@@ -123,6 +123,14 @@ INJECTION = register(
 
 ALL_IDS = (MESSAGES, TOOLS, PAIRING, TOOL_IDS, THINKING, CACHE, STOPS, STOP_REASON, USAGE, PARAMS, FIELDS, INJECTION)
 
+def ids_for(client_api: str) -> tuple[str, ...]:
+    """The checks that judge a hop of this client wire (the Anthropic rules, or the Responses-client
+    rules, which read the request only)."""
+    if client_api == "responses":
+        return (MESSAGES, TOOLS, PAIRING, THINKING, FIELDS)
+    return tuple(cid for cid in ALL_IDS if cid != FIELDS)
+
+
 CLIENT = dialect("anthropic")  # the client side of every hop: an Anthropic client through the router
 RESPONSES = dialect("responses")  # the engine wire whose request carries `input` items, not messages
 

@@ -206,3 +206,25 @@ def test_an_anthropic_hop_records_no_responses_field_rule():
     client = probe_requests("m")["turn2"]
     engine, _ = anthropic_to_openai(client, model="m")
     assert translation_checks.FIELDS not in translation_checks.check_hop(translation_checks.Hop(client, engine, "openai"))
+
+
+def test_the_suite_reports_the_drop_on_the_codex_captures_through_the_router(engine_url, pytester):
+    """The public test module end to end: the Codex corpus through the LiteLLM-shaped router."""
+    from conformance.core.results import read_results
+
+    def litellm(body):
+        if "effort" in (body.get("reasoning") or {}):
+            body.pop("reasoning")
+        return body
+
+    with serve_app_in_thread(_router_app(engine_url, litellm)) as router:
+        outcome = pytester.runpytest_inprocess(
+            f"--target={router}", f"--conformance-engine-url={engine_url}", "--conformance-api=responses",
+            "--conformance-client=codex", "--conformance-model=reference-model", f"--conformance-captures={captured_dir()}",
+            "--conformance-report-dir=reports", "-p", "no:cacheprovider", "-o", "asyncio_default_fixture_loop_scope=function",
+            "-k", "test_translation")
+    failed = {r.test_id.split("[", 1)[-1].rstrip("]") for r in read_results(pytester.path / "reports" / "results")
+              if r.outcome == "failed" and r.check_id == translation_checks.FIELDS}
+    # the two captures whose reasoning carries an effort; the summary-only ones pass
+    assert failed == {"codex/apply-patch-loop", "codex/multi-turn-reasoning"}, (failed, outcome.outlines[-5:])
+    assert outcome.parseoutcomes().get("passed", 0) >= 4, outcome.outlines[-5:]
