@@ -932,9 +932,14 @@ def check_responses_fields(hop: Hop) -> list[Violation]:
             lost("max_output_tokens", f"{cap} reached the engine as {got if got is not None else 'nothing'} (the engine may "
                  "write more than the agent asked)", "info")
     for name in sorted(set(c) - _JUDGED_FIELDS):
-        if name not in e and c[name] is not None:
+        if c[name] is None:
+            continue
+        if name not in e or e[name] is None:
             out.append(violation(FIELDS, f"{name} dropped", severity="info", expected="forwarded", seen="absent",
                                  pointer=f"/{name}"))
+        elif _present(e[name]) != _present(c[name]):
+            out.append(violation(FIELDS, f"{name} changed", severity="info", expected=_clip(json.dumps(c[name])),
+                                 seen=_clip(json.dumps(e[name])), pointer=f"/{name}"))
     return out
 
 

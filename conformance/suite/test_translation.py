@@ -4,7 +4,8 @@ checks of `conformance.checks.translation`; the hop they judge is built by `conf
 
 For each translation probe (conformance.layers.hop.probe_requests: Claude-Code-shaped turn 1,
 turn 2 with history, non-stream; the injection probe with --conformance-injection-route) and the
-first Anthropic or Responses (Codex) request of each capture: send it through the target (the router), find what
+first Anthropic request of each capture and the last Responses (Codex) request (its input holds
+the whole history): send it through the target (the router), find what
 reached the engine in the engine's received log (`GET /_conformance/received` on the engine URL:
 the reference engine has it; put the capture proxy in front of a real engine), get the engine's
 answer, and record every `translation.*` check: errors where the agent loses something it needs,
@@ -58,9 +59,12 @@ def test_translation(translation_case, conformance_ctx):
     cases.require_api(ctx, api)
     if capture is not None:
         ctx.for_capture(capture)
-        first = capture.main_exchanges()[0]
-        body, _ = cases.prepared_body(ctx, first)
-        path, query, headers = first.request.path, first.request.query, first.request.headers
+        # An Anthropic capture: its first request. A Responses (Codex, store false) capture: its
+        # last, whose input holds every item the earlier turns made (reasoning, calls, outputs).
+        mains = capture.main_exchanges()
+        chosen = mains[-1] if api == translation_checks.RESPONSES.name else mains[0]
+        body, _ = cases.prepared_body(ctx, chosen)
+        path, query, headers = chosen.request.path, chosen.request.query, chosen.request.headers
     else:
         body = probe_requests(ctx.session.model_for(None, ctx.settings) or "", injection=injection)[kind]
         path, query, headers = CLIENT.generation_path, "", None

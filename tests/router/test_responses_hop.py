@@ -182,11 +182,13 @@ def test_changes_the_agent_survives_are_warnings_and_unjudged_fields_info():
     client = dict(APPLY_PATCH_TURN3, text={"verbosity": "low"}, max_output_tokens=4000)
     engine = {k: v for k, v in client.items() if k not in ("text", "store", "client_metadata", "prompt_cache_key")}
     engine["max_output_tokens"] = 8000
+    client["temperature"], engine["temperature"] = 0, 1
     report = translation_checks.check_hop(translation_checks.Hop(client, engine, "responses", client_api="responses"))
     fields = report[translation_checks.FIELDS]
     by_severity = {s: sorted(v.message.split(":")[0] for v in fields if v.severity == s) for s in ("error", "warning", "info")}
     assert by_severity == {"error": [], "warning": ["store", "text"],
-                           "info": ["client_metadata dropped", "max_output_tokens", "prompt_cache_key dropped"]}, by_severity
+                           "info": ["client_metadata dropped", "max_output_tokens", "prompt_cache_key dropped",
+                                    "temperature changed"]}, by_severity
 
 
 def test_a_structured_output_format_lost_and_a_lowered_cap_are_errors():
