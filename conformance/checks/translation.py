@@ -126,7 +126,7 @@ ALL_IDS = (MESSAGES, TOOLS, PAIRING, TOOL_IDS, THINKING, CACHE, STOPS, STOP_REAS
 def ids_for(client_api: str) -> tuple[str, ...]:
     """The checks that judge a hop of this client wire (the Anthropic rules, or the Responses-client
     rules, which read the request only)."""
-    if client_api == "responses":
+    if dialect(client_api) is RESPONSES:
         return (MESSAGES, TOOLS, PAIRING, THINKING, FIELDS)
     return tuple(cid for cid in ALL_IDS if cid != FIELDS)
 
@@ -755,7 +755,7 @@ def check_hop(hop: Hop) -> dict[str, list[Violation]]:
     translation has no rules yet: every check is skipped)."""
     if hop.engine_request is None:
         return {}
-    if hop.client_api == RESPONSES.name:
+    if dialect(hop.client_api) is RESPONSES:
         return _responses_client_checks(hop) if hop.responses_api else {}
     return {cid: fn(hop) for cid, fn in CHECKS if applies(cid, hop)}
 
