@@ -26,6 +26,18 @@ Rules:
   * info — lost *by construction* of the Anthropic -> OpenAI-chat path (signatures,
     cache_control, context_management) and every parameter mapping, worded exactly
     ("output_config.effort xhigh -> reasoning_effort high"). The report lists these as "lost".
+- A Responses client (Codex) through a router to a Responses engine (`Hop.client_api`
+  "responses") has nothing to translate: every field it sends must arrive with the same effect
+  (values compared, a null key and an absent one alike). instructions and input items ->
+  messages_preserved, reasoning items -> thinking_preserved (their encrypted_content is the
+  reasoning a store-false client carries between turns), calls and outputs with their call_ids ->
+  tool_result_pairing, tools (function, custom with its format, namespace with its tools, hosted)
+  and tool_choice -> tools_preserved, reasoning / include / text / store / parallel_tool_calls /
+  max_output_tokens -> request_fields_preserved. Error where the agent loses what it depends on
+  (reasoning effort or summary, include reasoning.encrypted_content, a text format, a forced
+  tool_choice, a lowered max_output_tokens, any item or tool); warning where the effect changes
+  but the agent keeps working (text.verbosity, store, parallel_tool_calls, tool_choice auto/none);
+  info for any other top-level field dropped (prompt_cache_key, client_metadata).
 - Facts about real routers (the reference router's translation, conformance.router.translate, cites them): LiteLLM and
   claude-code-router both drop `role: system` entries inside messages; LiteLLM maps adaptive
   thinking + effort to `reasoning_effort` = the effort verbatim and keeps cache_control only for
@@ -96,13 +108,28 @@ PARAMS = register(
     "context_management / effort / thinking / metadata: forwarded or dropped, reported with the exact mapping",
     severity="info",
 ).id
+FIELDS = register(
+    "translation.request_fields_preserved",
+    "a Responses client's request fields (reasoning, text, include, store, parallel_tool_calls, "
+    "max_output_tokens) reach a Responses engine with the same effect",
+    likely_cause=f"{_ROUTER} rebuilds the request from the fields it knows, or drops the ones its model map says the "
+    "upstream does not support (LiteLLM drops `reasoning` when it carries an effort)",
+).id
 INJECTION = register(
     "translation.injection_strips_tools",
     "a router that claims an injection route strips the tools on it (opt-in)",
     likely_cause="the router classifies the prompt as an injection but still forwards the tool list, so the injection can call tools",
 ).id
 
-ALL_IDS = (MESSAGES, TOOLS, PAIRING, TOOL_IDS, THINKING, CACHE, STOPS, STOP_REASON, USAGE, PARAMS, INJECTION)
+ALL_IDS = (MESSAGES, TOOLS, PAIRING, TOOL_IDS, THINKING, CACHE, STOPS, STOP_REASON, USAGE, PARAMS, FIELDS, INJECTION)
+
+def ids_for(client_api: str) -> tuple[str, ...]:
+    """The checks that judge a hop of this client wire (the Anthropic rules, or the Responses-client
+    rules, which read the request only)."""
+    if dialect(client_api) is RESPONSES:
+        return (MESSAGES, TOOLS, PAIRING, THINKING, FIELDS)
+    return tuple(cid for cid in ALL_IDS if cid != FIELDS)
+
 
 CLIENT = dialect("anthropic")  # the client side of every hop: an Anthropic client through the router
 RESPONSES = dialect("responses")  # the engine wire whose request carries `input` items, not messages
@@ -122,6 +149,7 @@ class Hop:
     exact: bool = True  # engine_response is the recorded answer to engine_request (not a replay)
     route: str | None = None  # the router's route name, when it tells (x-router-route)
     injection_probe: bool = False
+    client_api: str = "anthropic"  # the client's wire: anthropic, or responses (Codex through a Responses router)
 
     @property
     def engine_dialect(self) -> Dialect:
@@ -722,7 +750,215 @@ def applies(check_id: str, hop: Hop) -> bool:
 
 def check_hop(hop: Hop) -> dict[str, list[Violation]]:
     """Run every applicable translation check: check id -> its violations (empty list = passed);
-    checks with nothing to compare in this hop are left out (skipped)."""
+    checks with nothing to compare in this hop are left out (skipped). A Responses client is
+    judged by the Responses-client rules, and only on a Responses engine (a Responses -> chat
+    translation has no rules yet: every check is skipped)."""
     if hop.engine_request is None:
         return {}
+    if dialect(hop.client_api) is RESPONSES:
+        return _responses_client_checks(hop) if hop.responses_api else {}
     return {cid: fn(hop) for cid, fn in CHECKS if applies(cid, hop)}
+
+
+# ---------------------------------------------------------------------------- Responses client
+# A Responses client (Codex) through a router to a Responses engine: the router has nothing to
+# translate, so every field Codex sends must arrive with the same effect. Compared on values,
+# not bytes: key order, and a key the client sent as null versus left out, make no difference.
+
+RESPONSES_FIELDS_DEFAULTS = {"tool_choice": "auto", "parallel_tool_calls": True, "store": True}
+# Fields judged by their own rule below; any other top-level field dropped is reported as info.
+_JUDGED_FIELDS = frozenset({"model", "stream", "input", "instructions", "tools", "tool_choice", "reasoning",
+                            "text", "include", "store", "parallel_tool_calls", "max_output_tokens"})
+
+
+def _present(value: Any) -> Any:
+    """A value with null-valued keys left out (null and absent mean the same on this wire)."""
+    if isinstance(value, dict):
+        return {k: _present(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_present(v) for v in value]
+    return value
+
+
+def _items(body: dict) -> list[dict]:
+    items = body.get("input")
+    if isinstance(items, str):
+        return [{"type": "message", "role": "user", "content": items}]
+    return [i for i in items or [] if isinstance(i, dict)]
+
+
+def _item_key(item: dict) -> tuple:
+    """What identifies an input item for the agent: a message by role and text (developer and
+    system are one role to the engine), a call by its call_id, name and arguments, a call's output
+    by call_id and text, a reasoning item by its encrypted content and summary."""
+    kind = item.get("type", "message")
+    if kind == "message":
+        role = str(item.get("role"))
+        return ("message", "system" if role == "developer" else role, _text(item.get("content")).strip())
+    if kind in ("function_call", "custom_tool_call"):
+        payload = item.get("arguments") if kind == "function_call" else item.get("input")
+        try:
+            payload = json.loads(payload) if kind == "function_call" and isinstance(payload, str) else payload
+        except ValueError:
+            pass
+        return (kind, str(item.get("call_id", "")), str(item.get("name", "")), str(item.get("namespace") or ""),
+                json.dumps(payload, sort_keys=True))
+    if kind in ("function_call_output", "custom_tool_call_output"):
+        return (kind, str(item.get("call_id", "")), _text(item.get("output")).strip())
+    if kind == "reasoning":
+        summary = "".join(str(x.get("text", "")) for x in item.get("summary") or [] if isinstance(x, dict))
+        return ("reasoning", str(item.get("encrypted_content") or ""), summary)
+    return (kind, json.dumps(_present(item), sort_keys=True))
+
+
+_ITEM_CHECK = {"message": MESSAGES, "reasoning": THINKING, "function_call": PAIRING, "custom_tool_call": PAIRING,
+               "function_call_output": PAIRING, "custom_tool_call_output": PAIRING}
+_ITEM_LOSS = {
+    MESSAGES: "the engine never sees that part of the conversation",
+    THINKING: "with store false the engine's earlier reasoning reaches it only through this item's encrypted_content",
+    PAIRING: "the engine sees a tool call without its result or a result without its call",
+}
+
+
+def check_responses_input(hop: Hop) -> list[Violation]:
+    """instructions and every input item reach the engine unchanged and in order; each item kind is
+    judged under the check that owns it (messages, reasoning -> thinking, calls and outputs -> pairing)."""
+    out: list[Violation] = []
+    c, e = hop.client_request, hop.engine_request or {}
+    if c.get("instructions") is not None and _text(c.get("instructions")).strip() != _text(e.get("instructions")).strip():
+        out.append(violation(MESSAGES, "instructions " + ("never reached the engine" if e.get("instructions") is None
+                             else "were changed on the way to the engine"), expected=_clip(_text(c["instructions"])),
+                             seen=_clip(_text(e.get("instructions"))) if e.get("instructions") is not None else "absent",
+                             pointer="/instructions"))
+    engine_keys = [_item_key(i) for i in _items(e)]
+    pos = 0
+    for i, item in enumerate(_items(c)):
+        key = _item_key(item)
+        check = _ITEM_CHECK.get(key[0], MESSAGES)
+        try:
+            found = engine_keys.index(key, pos)
+        except ValueError:
+            found = -1
+        if found >= 0:
+            pos = found + 1
+            continue
+        if key in engine_keys:
+            out.append(violation(check, f"input item {i} ({key[0]}) reached the engine out of order", severity="warning",
+                                 expected="the client's order", seen=f"at input {engine_keys.index(key)}", pointer=f"/input/{i}"))
+            continue
+        same_kind = [k for k in engine_keys if k[0] == key[0]]
+        what = f"input item {i} ({key[0]}" + (f", call_id {key[1]}" if key[0] not in ("message", "reasoning") else "") + ")"
+        out.append(violation(check, f"{what} did not reach the engine unchanged: {_ITEM_LOSS[check]}",
+                             expected=_clip(json.dumps(key[1:], ensure_ascii=False), 160),
+                             seen=_clip(json.dumps([k[1:] for k in same_kind][:3], ensure_ascii=False), 160) if same_kind else "absent",
+                             pointer=f"/input/{i}"))
+    return out
+
+
+def _tool_key(tool: dict) -> str:
+    return f"{tool.get('type', 'function')}:{tool.get('name', '')}" if tool.get("name") is not None else str(tool.get("type"))
+
+
+def check_responses_tools(hop: Hop) -> list[Violation]:
+    """Every tool (function, custom with its format, namespace with its tools, hosted tools)
+    arrives with the same definition; tool_choice keeps its value (absent means auto)."""
+    out: list[Violation] = []
+    c, e = hop.client_request, hop.engine_request or {}
+    engine = {_tool_key(t): t for t in e.get("tools") or [] if isinstance(t, dict)}
+    for i, tool in enumerate(t for t in c.get("tools") or [] if isinstance(t, dict)):
+        key = _tool_key(tool)
+        there = engine.get(key)
+        if there is None:
+            out.append(violation(TOOLS, f"tool {key!r} did not reach the engine: the model cannot call it",
+                                 expected=key, seen=sorted(engine)[:12], pointer=f"/tools/{i}"))
+            continue
+        d = _schema_diff(_present(tool), _present(there))
+        if d:
+            out.append(violation(TOOLS, f"tool {key!r} changed on the way to the engine at {d}",
+                                 expected=_clip(json.dumps(tool), 200), seen=_clip(json.dumps(there), 200),
+                                 pointer=f"/tools/{i}{d if d != '/' else ''}"))
+    want = c.get("tool_choice", RESPONSES_FIELDS_DEFAULTS["tool_choice"])
+    got = e.get("tool_choice", RESPONSES_FIELDS_DEFAULTS["tool_choice"])
+    if "tool_choice" in c and _present(want) != _present(got):
+        forced = want not in ("auto", "none")
+        out.append(violation(TOOLS, f"tool_choice {json.dumps(want)} reached the engine as {json.dumps(got)}",
+                             severity="error" if forced else "warning", expected=json.dumps(want), seen=json.dumps(got),
+                             pointer="/tool_choice"))
+    return out
+
+
+def check_responses_fields(hop: Hop) -> list[Violation]:
+    """reasoning, text, include, store, parallel_tool_calls, max_output_tokens arrive with the
+    same effect; other top-level fields dropped are reported as info."""
+    out: list[Violation] = []
+    c, e = hop.client_request, hop.engine_request or {}
+
+    def lost(name: str, why: str, severity: str = "error") -> None:
+        out.append(violation(FIELDS, f"{name}: {why}", severity=severity,
+                             expected=json.dumps(c.get(name)), seen=json.dumps(e[name]) if name in e else "absent",
+                             pointer=f"/{name}"))
+
+    want_r = c.get("reasoning") if isinstance(c.get("reasoning"), dict) else {}
+    got_r = e.get("reasoning") if isinstance(e.get("reasoning"), dict) else {}
+    changed = [(sub, why) for sub, why in (
+        ("effort", "the engine reasons at its own default effort, not the one the user chose"),
+        ("summary", "the engine returns no reasoning summary, so the agent shows none"))
+        if want_r.get(sub) is not None and want_r.get(sub) != got_r.get(sub)]
+    if changed:
+        lost("reasoning", "; ".join(f"{sub} {json.dumps(want_r[sub])} reached the engine as "
+                                    f"{json.dumps(got_r[sub]) if got_r.get(sub) is not None else 'nothing'}: {why}"
+                                    for sub, why in changed))
+    missing = [x for x in c.get("include") or [] if x not in (e.get("include") or [])]
+    if missing:
+        lost("include", f"{missing} did not reach the engine" + (
+            ": with store false the agent carries reasoning into the next turn only as encrypted_content"
+            if "reasoning.encrypted_content" in missing else ""))
+    text_c, text_e = c.get("text") if isinstance(c.get("text"), dict) else {}, e.get("text") if isinstance(e.get("text"), dict) else {}
+    if text_c.get("format") is not None and _present(text_c["format"]) != _present(text_e.get("format")):
+        lost("text", "the output format (structured output) did not reach the engine unchanged: the agent parses an answer "
+             "that was never constrained")
+    if text_c.get("verbosity") is not None and text_c["verbosity"] != text_e.get("verbosity"):
+        lost("text", f"verbosity {text_c['verbosity']!r} did not reach the engine (answers of another length)", "warning")
+    for name, why in (("store", "the engine may keep what the client asked it not to store"),
+                      ("parallel_tool_calls", "the engine's choice of one or many calls per turn changes")):
+        if name in c and c[name] != e.get(name, RESPONSES_FIELDS_DEFAULTS[name]):
+            lost(name, f"{json.dumps(c[name])} reached the engine as {json.dumps(e.get(name))}"
+                 + (" (the default)" if name not in e else "") + f": {why}", "warning")
+    cap, got = c.get("max_output_tokens"), e.get("max_output_tokens")
+    if isinstance(cap, int) and cap != got:
+        if isinstance(got, int) and got < cap:
+            lost("max_output_tokens", f"{cap} lowered to {got}: answers are cut earlier than the agent allows")
+        else:
+            lost("max_output_tokens", f"{cap} reached the engine as {got if got is not None else 'nothing'} (the engine may "
+                 "write more than the agent asked)", "info")
+    for name in sorted(set(c) - _JUDGED_FIELDS):
+        if c[name] is None:
+            continue
+        if name not in e or e[name] is None:
+            out.append(violation(FIELDS, f"{name} dropped", severity="info", expected="forwarded", seen="absent",
+                                 pointer=f"/{name}"))
+        elif _present(e[name]) != _present(c[name]):
+            out.append(violation(FIELDS, f"{name} changed", severity="info", expected=_clip(json.dumps(c[name])),
+                                 seen=_clip(json.dumps(e[name])), pointer=f"/{name}"))
+    return out
+
+
+RESPONSES_CHECKS = (check_responses_input, check_responses_tools, check_responses_fields)
+
+
+def _responses_client_checks(hop: Hop) -> dict[str, list[Violation]]:
+    """The Responses-client rules; `check_responses_input` reports under three ids (its items'
+    owners), so a check with nothing of its kind in the request is left out (skipped)."""
+    kinds = {_item_key(i)[0] for i in _items(hop.client_request)}
+    ran: dict[str, list[Violation]] = {}
+    for fn in RESPONSES_CHECKS:
+        for v in fn(hop):
+            ran.setdefault(v.check_id, []).append(v)
+    applicable = {MESSAGES, FIELDS}
+    if hop.client_request.get("tools") or "tool_choice" in hop.client_request:
+        applicable.add(TOOLS)
+    if kinds & {"function_call", "custom_tool_call", "function_call_output", "custom_tool_call_output"}:
+        applicable.add(PAIRING)
+    if "reasoning" in kinds:
+        applicable.add(THINKING)
+    return {cid: ran.get(cid, []) for cid in ALL_IDS if cid in applicable or cid in ran}

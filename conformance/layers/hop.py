@@ -5,7 +5,8 @@ are `conformance.checks.translation`; the public test module is `conformance.sui
 
 Rules:
 - Four inputs, compared by the `translation.*` checks: what the client sent (the capture
-  request), what reached the engine, what the engine answered, what reached the client.
+  request: an Anthropic one, or a Responses one — `client_api` — whose `input` items are read
+  like messages to find it in the log), what reached the engine, what the engine answered, what reached the client.
 - The engine's wire is told by the path the router used (`dialect_of`, over the one path -> wire
   map `conformance.wire.dialect.api_for_path`): a Dialect's endpoint (`generation_path`,
   `count_tokens_path`, under any mount prefix), the OpenAI Responses API included. Answers are
@@ -70,12 +71,21 @@ def _entry_text(body: Any) -> str:
     return json.dumps(body, ensure_ascii=False) if body is not None else ""
 
 
+def _messages(body: dict) -> list:
+    """The conversation of a request: chat/Anthropic `messages`, or a Responses request's `input`
+    items (a string input is one user message)."""
+    if "messages" in body or "input" not in body:
+        return body.get("messages") or []
+    items = body.get("input")
+    return [{"role": "user", "content": items}] if isinstance(items, str) else [i for i in items or [] if isinstance(i, dict)]
+
+
 def _last_user_text(body: dict) -> str:
-    for message in reversed(body.get("messages") or []):
+    for message in reversed(_messages(body)):
         if isinstance(message, dict) and message.get("role") == "user":
             content = message.get("content")
             texts = [content] if isinstance(content, str) else [
-                b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"]
+                b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") in ("text", "input_text")]
             texts = [t for t in texts if t.strip()]
             if texts:
                 return texts[-1]
@@ -85,15 +95,18 @@ def _last_user_text(body: dict) -> str:
 def _tail_text(body: dict) -> str:
     """The text of the client's last message (user text or tool result): it tells the turns of
     one agent loop apart, since they all carry the same first user prompt."""
-    messages = body.get("messages") or []
+    messages = _messages(body)
     if not messages or not isinstance(messages[-1], dict):
         return ""
+    if "output" in messages[-1] and "content" not in messages[-1]:  # a Responses call output
+        output = messages[-1]["output"]
+        return (output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)).strip()
     content = messages[-1].get("content")
     if isinstance(content, str):
         return content.strip()
     parts = []
     for b in content or []:
-        if isinstance(b, dict) and b.get("type") == "text":
+        if isinstance(b, dict) and b.get("type") in ("text", "input_text"):
             parts.append(str(b.get("text", "")))
         elif isinstance(b, dict) and b.get("type") == "tool_result":
             inner = b.get("content")
@@ -246,6 +259,7 @@ def observe_hop(
     route: str | None = None,
     injection_probe: bool = False,
     replay_answer: bool = True,
+    client_api: str = "anthropic",
     deadlines: Deadlines = REPLAY_DEADLINES,
 ) -> tuple[translation_checks.Hop | None, TranslationReport]:
     """Build the hop for one exchange that just went through the router, and diff it."""
@@ -266,7 +280,7 @@ def observe_hop(
         engine_message = accumulate(raw, engine_request, api)
     hop = translation_checks.Hop(client_request=client_request, engine_request=engine_request, engine_api=api,
                 engine_response=engine_message, client_response=client_message, exact=exact, route=route,
-                injection_probe=injection_probe)
+                injection_probe=injection_probe, client_api=client_api)
     return hop, diff(hop, engine_path=path)
 
 

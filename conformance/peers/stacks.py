@@ -74,6 +74,9 @@ STACKS: tuple[Stack, ...] = (
     Stack("llamacpp-codex", "responses", ("Codex captures (trimmed)", "llama.cpp server /v1/responses"),
           "llamacpp", real_model=True, description="llama.cpp's own Responses endpoint, Gemma 3 270M",
           extra_args=("--conformance-client", "codex")),
+    Stack("vllm-codex", "responses", ("Codex captures (trimmed)", "vLLM /v1/responses"),
+          "vllm", real_model=True, description="vLLM's own Responses endpoint, hermes tool parser, Gemma 3 270M",
+          extra_args=("--conformance-client", "codex")),
 )
 
 

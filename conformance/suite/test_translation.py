@@ -4,7 +4,8 @@ checks of `conformance.checks.translation`; the hop they judge is built by `conf
 
 For each translation probe (conformance.layers.hop.probe_requests: Claude-Code-shaped turn 1,
 turn 2 with history, non-stream; the injection probe with --conformance-injection-route) and the
-first Anthropic request of each capture: send it through the target (the router), find what
+first Anthropic request of each capture and the last Responses (Codex) request (its input holds
+the whole history): send it through the target (the router), find what
 reached the engine in the engine's received log (`GET /_conformance/received` on the engine URL:
 the reference engine has it; put the capture proxy in front of a real engine), get the engine's
 answer, and record every `translation.*` check: errors where the agent loses something it needs,
@@ -22,7 +23,10 @@ from conformance.suite import cases
 pytestmark = pytest.mark.translation
 
 PROBES = ("turn1", "turn2", "turn1-nonstream", "injection")
-CLIENT = translation_checks.CLIENT  # the wire the probes and the chosen captures speak to the router
+CLIENT = translation_checks.CLIENT  # the wire the probes speak to the router
+# The wires whose captures are judged: an Anthropic client's hop, and a Responses client's (Codex
+# through a Responses router: its request fields must arrive with the same effect).
+CAPTURE_APIS = (CLIENT.name, translation_checks.RESPONSES.name)
 
 
 def pytest_generate_tests(metafunc):
@@ -33,7 +37,7 @@ def pytest_generate_tests(metafunc):
     params, ids = [(p, None) for p in probes], list(probes)
     caps, _ = cases.all_cases(metafunc.config) if metafunc.config.getoption("conformance_target", None) else ([], "")
     for c in caps:
-        if cases.capture_api(c) == CLIENT.name:  # the rules judge an Anthropic client's hop
+        if cases.capture_api(c) in CAPTURE_APIS:
             params.append(("capture", c))
             ids.append(cases.capture_key(c, caps))  # client/case: the release is a property
     metafunc.parametrize("translation_case", params, ids=ids)
@@ -50,30 +54,37 @@ def test_translation(translation_case, conformance_ctx):
     injection = kind == "injection"
     if injection and not ctx.settings.option("injection_route"):
         pytest.skip("the injection-route check is opt-in: pass --conformance-injection-route for a router that claims one")
-    ctx.api = CLIENT.name
-    cases.require_api(ctx, CLIENT.name)
+    api = cases.capture_api(capture) if capture is not None else CLIENT.name
+    ctx.api = api
+    cases.require_api(ctx, api)
     if capture is not None:
         ctx.for_capture(capture)
-        first = capture.main_exchanges()[0]
-        body, _ = cases.prepared_body(ctx, first)
-        path, query, headers = first.request.path, first.request.query, first.request.headers
+        # An Anthropic capture: its first request. A Responses (Codex, store false) capture: its
+        # last, whose input holds every item the earlier turns made (reasoning, calls, outputs).
+        mains = capture.main_exchanges()
+        chosen = mains[-1] if api == translation_checks.RESPONSES.name else mains[0]
+        body, _ = cases.prepared_body(ctx, chosen)
+        path, query, headers = chosen.request.path, chosen.request.query, chosen.request.headers
     else:
         body = probe_requests(ctx.session.model_for(None, ctx.settings) or "", injection=injection)[kind]
         path, query, headers = CLIENT.generation_path, "", None
     body = dict(body or {})
     since = log_total(engine_url)
-    sent = ctx.send(CLIENT.name, path, body, captured_headers=headers, query=query, note=f"translation {kind}")
+    sent = ctx.send(api, path, body, captured_headers=headers, query=query, note=f"translation {kind}")
     verdict = ctx.judge(sent, expect_model=ctx.settings.served_model(body.get("model")))
+    judged = translation_checks.ids_for(api)
     if since is None:
-        for cid in translation_checks.ALL_IDS:
+        for cid in judged:
             ctx.outcome(cid, "unverifiable", message=f"{engine_url} has no /_conformance/received log: put the capture "
                         "proxy (or the reference engine) behind the router to see what reached the engine")
     elif sent.raw.ok:
         hop, report = observe_hop(engine_url, body, verdict.message, since=since,
                                   route=sent.raw.response_headers.get("x-router-route"), injection_probe=injection,
-                                  deadlines=ctx.settings.deadlines)
+                                  deadlines=ctx.settings.deadlines, client_api=api,
+                                  # the Responses-client rules judge the request only: no replay
+                                  replay_answer=api == CLIENT.name)
         details = report.details()
-        for cid in translation_checks.ALL_IDS:
+        for cid in judged:
             if cid == translation_checks.INJECTION and not injection:
                 continue
             outcome = report.outcome(cid) if hop is not None else "unverifiable"
