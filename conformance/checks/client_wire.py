@@ -11,7 +11,10 @@ Rules (facts: docs/WIRE.md "What the clients send now"; the sources of each faul
   loads its tool or is refused with a 4xx that names `tool_reference` or the tool, never dropped
   (`client_wire.tool_reference.expanded`).
 - `max_tokens` above what the target can give is clamped (2xx) or refused with a 4xx whose text
-  names the limit; a 5xx, a transport failure (a hang past the deadline) fails it.
+  names the limit; a 5xx, a transport failure (a hang past the deadline) fails it, and so does a
+  silent truncation (`silent_truncation`: the output filled the room the advertised context left
+  and the stop reason claims a natural end). Without an advertised context (or
+  --conformance-context-limit) the truncation is not judged, and the note says so.
 - A refused `{"role":"system"}` entry must be refused with a 400 whose text the client's own
   fallback recognises (`fallback_recognised`, facts read from Claude Code 2.1.332's error
   classifier: it retries without mid-conversation system entries only on such a 400; colibri
@@ -211,9 +214,62 @@ def reference_expanded(raw: RawExchange, calls: list, tool: str) -> CheckOutcome
         f"{names or 'nothing'} (HTTP {raw.status}, no error)", expected=f"a call of {tool!r}", seen=names))
 
 
-def max_tokens_outcome(raw: RawExchange, max_tokens: int) -> CheckOutcome:
+# Stop reasons that say the output was cut by a token budget (the three wires' words).
+BUDGET_STOPS = frozenset({"max_tokens", "length", "max_output_tokens", "model_context_window_exceeded"})
+# Reported token counts may differ from the engine's own by a few template tokens.
+TRUNCATION_SLACK_TOKENS = 16
+# Below this room a natural end near the room is plausible: silent truncation is not judged.
+TRUNCATION_MIN_ROOM = 256
+
+
+@dataclass(frozen=True)
+class AnswerFigures:
+    """What a 2xx answer to the over-context max_tokens reported, and the context it ran in."""
+    stop_reason: str | None = None
+    prompt_tokens: int | None = None
+    output_tokens: int | None = None
+    context: int | None = None  # the target's context length, None when it advertises none
+    context_source: str = ""
+
+    @property
+    def room(self) -> int | None:
+        if self.context is None or self.prompt_tokens is None:
+            return None
+        return self.context - self.prompt_tokens
+
+
+def silent_truncation(max_tokens: int, figures: AnswerFigures) -> str | None:
+    """Why the answer was cut silently, or None. Silent truncation: max_tokens exceeded the room
+    the context left (context - prompt tokens, room >= TRUNCATION_MIN_ROOM), the output filled that
+    room (output tokens >= room - TRUNCATION_SLACK_TOKENS), and the stop reason is a natural end
+    (not max_tokens / length / model_context_window_exceeded). A server that clamps and says so
+    reports a budget stop; an answer that ends by itself stops well inside the room."""
+    room, out, stop = figures.room, figures.output_tokens, figures.stop_reason
+    if room is None or out is None or not isinstance(stop, str) or stop in BUDGET_STOPS:
+        return None
+    if room < TRUNCATION_MIN_ROOM or max_tokens <= room or out < room - TRUNCATION_SLACK_TOKENS:
+        return None
+    return (f"the output ({out} tokens) filled the room the context left ({figures.context} - "
+            f"{figures.prompt_tokens} prompt tokens = {room}; context from {figures.context_source}) and "
+            f"the answer says it ended by itself (stop reason {stop!r}): the client cannot tell the cut "
+            "from a finished answer")
+
+
+def max_tokens_outcome(raw: RawExchange, max_tokens: int, figures: AnswerFigures | None = None) -> CheckOutcome:
     if raw.ok:
-        return CheckOutcome(MAX_TOKENS_OVER_CONTEXT, "passed", note=f"max_tokens {max_tokens}: answered (clamped or fits)")
+        why = silent_truncation(max_tokens, figures) if figures is not None else None
+        if why is not None:
+            return CheckOutcome.of(violation(
+                MAX_TOKENS_OVER_CONTEXT, f"max_tokens {max_tokens} was accepted and the answer silently truncated: {why}",
+                expected="a budget stop reason (max_tokens / length) when the clamped output hits the context",
+                seen=f"stop {figures.stop_reason!r}, {figures.output_tokens} output tokens"))
+        if figures is None or figures.room is None:
+            judged = "silent truncation not judged: the target advertises no context length"
+        else:
+            judged = (f"not cut silently (room {figures.room} tokens, output {figures.output_tokens}, "
+                      f"stop {figures.stop_reason!r})")
+        return CheckOutcome(MAX_TOKENS_OVER_CONTEXT, "passed",
+                            note=f"max_tokens {max_tokens}: answered (clamped or fits); {judged}")
     if raw.status is not None and 400 <= raw.status < 500:
         text = error_text(raw.body())
         if _LIMIT_WORDS.search(text):
