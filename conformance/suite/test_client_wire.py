@@ -434,9 +434,13 @@ def _salted(body: dict, salt: str) -> None:
             fn["description"] = salt + fn["description"]
 
 
-def _salt(ctx, mark: str) -> str:
-    """This run's salt; `mark` (one character) tells the pair's salt ("w") from the cold ones."""
-    return f"[{mark} run {ctx.settings.run_token or 'prefix-reuse'}] "
+def _salt(ctx, mark: str, check_id: str) -> str:
+    """This run's salt for one check's pair (its own, so two checks never share a cold prefix);
+    `mark` (one character) tells the pair's salt ("w") from the cold ones."""
+    import hashlib
+
+    tag = hashlib.sha256(check_id.encode()).hexdigest()[:6]
+    return f"[{mark} run {ctx.settings.run_token or 'prefix-reuse'} {tag}] "
 
 
 def _pair_bodies(ctx, first: Exchange, second: Exchange, salt: str, same_system: bool) -> tuple[dict, dict]:
@@ -515,12 +519,16 @@ def _timing_body(body: dict) -> dict:
 
 def _ttft(ctx, ex: Exchange, body: dict, note: str) -> tuple[float | None, str]:
     sent = _send(ctx, ex, body, note)
-    if not sent.raw.ok or sent.raw.first_content_at is None:
-        return None, f"{note}: {rules._answer(sent.raw) if not sent.raw.ok else 'no content arrived'}"
-    return sent.raw.first_content_at, ""
+    raw = sent.raw
+    if not raw.ok:
+        return None, f"{note}: " + (f"HTTP {raw.status}" if raw.status is not None else f"no answer ({raw.error_kind})")
+    if raw.first_content_at is None:
+        return None, f"{note}: no content arrived"
+    return raw.first_content_at, ""
 
 
-def ttft_signal(ctx, first: Exchange, second: Exchange, warm_body: dict, same_system: bool, what: str):
+def ttft_signal(ctx, first: Exchange, second: Exchange, warm_body: dict, same_system: bool, what: str,
+                check_id: str):
     """The second request (its prefix warmed by the first) against fresh salts of equal length,
     interleaved, TTFT_TRIES each. (signal or None, why not)."""
     warm, cold = [], []
@@ -529,7 +537,7 @@ def ttft_signal(ctx, first: Exchange, second: Exchange, warm_body: dict, same_sy
         if t is None:
             return None, f"TTFT not measured: {why}"
         warm.append(t)
-        _, salted = _pair_bodies(ctx, first, second, _salt(ctx, "abcdefgh"[k]), same_system)
+        _, salted = _pair_bodies(ctx, first, second, _salt(ctx, "abcdefgh"[k], check_id), same_system)
         t, why = _ttft(ctx, second, _timing_body(salted), f"{what}: TTFT try {k + 1}, salted prefix")
         if t is None:
             return None, f"TTFT not measured: {why}"
@@ -542,7 +550,7 @@ def _pair(ctx, first: tuple[Capture, Exchange], second: tuple[Capture, Exchange]
     """Send both (salted alike) and judge whether the second reused the first's prefix, by the
     first signal that can tell (rules.reuse_outcome)."""
     (_, ex1), (_, ex2) = first, second
-    body1, body2 = _pair_bodies(ctx, ex1, ex2, _salt(ctx, "w"), same_system)
+    body1, body2 = _pair_bodies(ctx, ex1, ex2, _salt(ctx, "w", check_id), same_system)
     sent1 = _send(ctx, ex1, body1, f"{what}: request 1 of 2")
     url = metrics_url(ctx)
     before, why_metrics = read_counters(url) if sent1.raw.ok else (None, "")
@@ -573,7 +581,7 @@ def _pair(ctx, first: tuple[Capture, Exchange], second: tuple[Capture, Exchange]
         elif signal is None:
             tried.append(why_metrics or f"the counters at {url} did not move")
     if signal is None:
-        signal, why = ttft_signal(ctx, ex1, ex2, body2, same_system, what)
+        signal, why = ttft_signal(ctx, ex1, ex2, body2, same_system, what, check_id)
         if why:
             tried.append(why)
     outcome = rules.reuse_outcome(check_id, what, signal, tried)
