@@ -29,11 +29,12 @@ Rules (facts: docs/WIRE.md "What the clients send now"; the sources of each faul
   with the measured cost; a second conversation that re-prefills the shared system prompt and
   tools is a note (info) with the cost. The verdict names its signal, the first that can tell:
   the answer's usage (`cache_read_input_tokens`, `prompt_tokens_details.cached_tokens`,
-  `input_tokens_details.cached_tokens`) or llama.cpp's `timings.cache_n`; a reported 0 is
-  checked against the next signal before it counts; then the growth of vLLM's Prometheus
-  counters `vllm:prefix_cache_hits_total` / `vllm:prefix_cache_queries_total` over the second
-  request; then a salted time-to-first-token ratio (TTFT_* thresholds). No signal, or one that
-  cannot tell, is unverifiable with what was tried, never a pass.
+  `input_tokens_details.cached_tokens`) or llama.cpp's `timings.cache_n` (a reported 0 gives
+  way to the counters below when they moved: a router may write a 0 it does not know); then the
+  growth of vLLM's Prometheus counters `vllm:prefix_cache_hits_total` /
+  `vllm:prefix_cache_queries_total` over the second request; then a salted time-to-first-token
+  ratio (TTFT_* thresholds). No signal, or one that cannot tell, is unverifiable with what was
+  tried, never a pass.
 - A client that resends one turn's body with `stream: false` fell back from an unusable stream
   (`client_wire.stream.no_nonstream_fallback`; judged from the recorded exchanges of a live turn
   by `conformance.capture.turns`).
