@@ -8,8 +8,9 @@ deadline, and the task must be done on disk (conformance/clients/live.py, docs/l
 Releases: each client runs once per release of it the run selects (`--conformance-client-version`,
 over the corpus's captures of that client), with the binary of that release
 (`find_release_binary`: CONFORMANCE_CLIENTS_DIR_<version with dots as underscores>, ...). A release
-named on the command line whose binary is missing fails, naming the env variable to set; under
-the default selection (`current`) the CLI found as before runs when no binary of the current
+the run names (listed in the option, or `all` over a client with several) whose binary is missing
+fails, naming the env variable to set; otherwise (the default `current`, or the current release
+of a client the option does not name) the CLI found as before runs when no binary of that
 release is found, and the verdicts name the version that ran. A client the corpus has no capture
 of runs the CLI found as before. Test ids carry the release only when a client runs several.
 """
@@ -57,8 +58,17 @@ def pytest_generate_tests(metafunc):
     metafunc.parametrize("client,api,release", params, ids=ids)
 
 
+def asked_for(config, client: str, release: str) -> bool:
+    """Did the run name this release: listed in --conformance-client-version, or `all` over a
+    client with several releases (falling back to another binary would run one release twice)?"""
+    spec = cases.release_option(config)
+    if spec == "all":
+        return len(selected_releases(config, client)) > 1
+    return release in {v.strip() for v in spec.split(",")}
+
+
 def _binary(config, client: str, release: str | None):
-    """The CLI to run; skip (the default selection) or fail (a release asked for) when missing."""
+    """The CLI to run; fail when a release the run named has no binary, else skip as before."""
     if release is None:
         try:
             return find_binary(client)
@@ -67,7 +77,7 @@ def _binary(config, client: str, release: str | None):
     try:
         return find_release_binary(client, release)
     except ClientNotFound as exc:
-        if cases.release_option(config) != "current":
+        if asked_for(config, client, release):
             pytest.fail(f"--conformance-client-version selects {client} {release}: {exc}", pytrace=False)
         try:
             return find_binary(client)  # the default selection: the CLI found as before

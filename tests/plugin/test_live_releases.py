@@ -90,6 +90,18 @@ def test_a_selected_release_without_its_binary_fails_naming_the_env_variable(pyt
     assert "CONFORMANCE_CLIENTS_DIR_2_1_197" in out
 
 
+def test_all_releases_without_their_binaries_fail_each_naming_its_variable(pytester, suite, clean_env):
+    from conformance.engine.launch import serve_engine_in_thread
+
+    with serve_engine_in_thread() as url:
+        run = suite(pytester, url, LIVE_SUITE, "-m", "live", "--conformance-client", "claude-code",
+                    "--conformance-client-version", "all", "-k", "claude-code-anthropic and write-file",
+                    captures=Path(SUITE_DIR).parents[1] / "captured")
+    out = run.outcome.stdout.str()
+    assert run.outcome.parseoutcomes().get("failed") == 2, out[-2000:]
+    assert "CONFORMANCE_CLIENTS_DIR_2_1_197" in out and "CONFORMANCE_CLIENTS_DIR_2_1_332" in out
+
+
 def test_all_releases_make_one_test_per_release(pytester, clean_env):
     """Collection only: `all` over the bundled corpus gives Claude Code its two releases."""
     captured = Path(SUITE_DIR).parents[1] / "captured"
