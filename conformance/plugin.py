@@ -93,6 +93,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--conformance-max-response-bytes", type=int, default=None, metavar="N", help="stop reading a response past N bytes: suite.limits.response_size (default 64 MiB)")
     g.addoption("--conformance-max-line-bytes", type=int, default=None, metavar="N", help="stop reading an event stream with a line longer than N bytes: suite.limits.line_size (default 8 MiB)")
     g.addoption("--conformance-max-event-bytes", type=int, default=None, metavar="N", help="stop reading an event stream with an event larger than N bytes: suite.limits.event_size (default 16 MiB)")
+    g.addoption("--conformance-metrics-url", metavar="URL|off", default=None, help="prefix-reuse probe (-m prefix_reuse): the Prometheus exposition with vLLM's prefix-cache counters (default: <engine url or target>/metrics; absent is fine; off: not read)")
     # ---- end of options owned by other areas ----
 
 

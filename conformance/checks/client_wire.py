@@ -11,7 +11,10 @@ Rules (facts: docs/WIRE.md "What the clients send now"; the sources of each faul
   loads its tool or is refused with a 4xx that names `tool_reference` or the tool, never dropped
   (`client_wire.tool_reference.expanded`).
 - `max_tokens` above what the target can give is clamped (2xx) or refused with a 4xx whose text
-  names the limit; a 5xx, a transport failure (a hang past the deadline) fails it.
+  names the limit; a 5xx, a transport failure (a hang past the deadline) fails it, and so does a
+  silent truncation (`silent_truncation`: the output filled the room the advertised context left
+  and the stop reason claims a natural end). Without an advertised context (or
+  --conformance-context-limit) the truncation is not judged, and the note says so.
 - A refused `{"role":"system"}` entry must be refused with a 400 whose text the client's own
   fallback recognises (`fallback_recognised`, facts read from Claude Code 2.1.332's error
   classifier: it retries without mid-conversation system entries only on such a 400; colibri
@@ -24,8 +27,14 @@ Rules (facts: docs/WIRE.md "What the clients send now"; the sources of each faul
   (`client_wire.schema.forced_call_answered`; a 500 "failed to parse grammar" fails it).
 - Prefix reuse (opt-in probe): a second turn that re-prefills the shared prefix is a warning
   with the measured cost; a second conversation that re-prefills the shared system prompt and
-  tools is a note (info) with the cost. The signal is `usage.cache_read_input_tokens` (named in
-  the verdict).
+  tools is a note (info) with the cost. The verdict names its signal, the first that can tell:
+  the answer's usage (`cache_read_input_tokens`, `prompt_tokens_details.cached_tokens`,
+  `input_tokens_details.cached_tokens`) or llama.cpp's `timings.cache_n` (a reported 0 gives
+  way to the counters below when they moved: a router may write a 0 it does not know); then the
+  growth of vLLM's Prometheus counters `vllm:prefix_cache_hits_total` /
+  `vllm:prefix_cache_queries_total` over the second request; then a salted time-to-first-token
+  ratio (TTFT_* thresholds). No signal, or one that cannot tell, is unverifiable with what was
+  tried, never a pass.
 - A client that resends one turn's body with `stream: false` fell back from an unusable stream
   (`client_wire.stream.no_nonstream_fallback`; judged from the recorded exchanges of a live turn
   by `conformance.capture.turns`).
@@ -34,6 +43,7 @@ Rules (facts: docs/WIRE.md "What the clients send now"; the sources of each faul
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 from conformance.checks.exchange import error_text
 from conformance.checks.outcome import CheckOutcome
@@ -205,9 +215,62 @@ def reference_expanded(raw: RawExchange, calls: list, tool: str) -> CheckOutcome
         f"{names or 'nothing'} (HTTP {raw.status}, no error)", expected=f"a call of {tool!r}", seen=names))
 
 
-def max_tokens_outcome(raw: RawExchange, max_tokens: int) -> CheckOutcome:
+# Stop reasons that say the output was cut by a token budget (the three wires' words).
+BUDGET_STOPS = frozenset({"max_tokens", "length", "max_output_tokens", "model_context_window_exceeded"})
+# Reported token counts may differ from the engine's own by a few template tokens.
+TRUNCATION_SLACK_TOKENS = 16
+# Below this room a natural end near the room is plausible: silent truncation is not judged.
+TRUNCATION_MIN_ROOM = 256
+
+
+@dataclass(frozen=True)
+class AnswerFigures:
+    """What a 2xx answer to the over-context max_tokens reported, and the context it ran in."""
+    stop_reason: str | None = None
+    prompt_tokens: int | None = None
+    output_tokens: int | None = None
+    context: int | None = None  # the target's context length, None when it advertises none
+    context_source: str = ""
+
+    @property
+    def room(self) -> int | None:
+        if self.context is None or self.prompt_tokens is None:
+            return None
+        return self.context - self.prompt_tokens
+
+
+def silent_truncation(max_tokens: int, figures: AnswerFigures) -> str | None:
+    """Why the answer was cut silently, or None. Silent truncation: max_tokens exceeded the room
+    the context left (context - prompt tokens, room >= TRUNCATION_MIN_ROOM), the output filled that
+    room (output tokens >= room - TRUNCATION_SLACK_TOKENS), and the stop reason is a natural end
+    (not max_tokens / length / model_context_window_exceeded). A server that clamps and says so
+    reports a budget stop; an answer that ends by itself stops well inside the room."""
+    room, out, stop = figures.room, figures.output_tokens, figures.stop_reason
+    if room is None or out is None or not isinstance(stop, str) or stop in BUDGET_STOPS:
+        return None
+    if room < TRUNCATION_MIN_ROOM or max_tokens <= room or out < room - TRUNCATION_SLACK_TOKENS:
+        return None
+    return (f"the output ({out} tokens) filled the room the context left ({figures.context} - "
+            f"{figures.prompt_tokens} prompt tokens = {room}; context from {figures.context_source}) and "
+            f"the answer says it ended by itself (stop reason {stop!r}): the client cannot tell the cut "
+            "from a finished answer")
+
+
+def max_tokens_outcome(raw: RawExchange, max_tokens: int, figures: AnswerFigures | None = None) -> CheckOutcome:
     if raw.ok:
-        return CheckOutcome(MAX_TOKENS_OVER_CONTEXT, "passed", note=f"max_tokens {max_tokens}: answered (clamped or fits)")
+        why = silent_truncation(max_tokens, figures) if figures is not None else None
+        if why is not None:
+            return CheckOutcome.of(violation(
+                MAX_TOKENS_OVER_CONTEXT, f"max_tokens {max_tokens} was accepted and the answer silently truncated: {why}",
+                expected="a budget stop reason (max_tokens / length) when the clamped output hits the context",
+                seen=f"stop {figures.stop_reason!r}, {figures.output_tokens} output tokens"))
+        if figures is None or figures.room is None:
+            judged = "silent truncation not judged: the target advertises no context length"
+        else:
+            judged = (f"not cut silently (room {figures.room} tokens, output {figures.output_tokens}, "
+                      f"stop {figures.stop_reason!r})")
+        return CheckOutcome(MAX_TOKENS_OVER_CONTEXT, "passed",
+                            note=f"max_tokens {max_tokens}: answered (clamped or fits); {judged}")
     if raw.status is not None and 400 <= raw.status < 500:
         text = error_text(raw.body())
         if _LIMIT_WORDS.search(text):
@@ -253,14 +316,148 @@ def forced_outcome(raw: RawExchange, calls: list, tool: str, callable_names: fro
                                      expected=f"a call of {tool!r}", seen=[c.name for c in calls]))
 
 
-def reuse_outcome(check_id: str, read: int | None, shared: int, what: str, signal: str) -> CheckOutcome:
-    """`read` tokens reused of the `shared` prefix; re-prefilling it is a warning (turns) or a note."""
-    if read is None:
-        return CheckOutcome(check_id, "unverifiable", note=f"{what}: the target reports no {signal}")
-    if read > 0:
-        return CheckOutcome(check_id, "passed", note=f"{what}: {read} of ~{shared} shared prompt tokens reused ({signal})")
-    found = violation(check_id, f"{what}: no prefix reused; ~{shared} tokens re-prefilled ({signal} = 0)",
-                      expected="cache reads on the shared prefix", seen=f"{signal} 0")
+# ---- prefix reuse: the signals, in the order they are read ----------------------------------
+
+# Per-answer reports of the prompt tokens read from a prefix cache: (signal name, path in usage).
+USAGE_SIGNALS = (
+    ("usage.cache_read_input_tokens", ("cache_read_input_tokens",)),  # Messages API; vLLM with token details
+    ("usage.prompt_tokens_details.cached_tokens", ("prompt_tokens_details", "cached_tokens")),  # OpenAI chat
+    ("usage.input_tokens_details.cached_tokens", ("input_tokens_details", "cached_tokens")),  # Responses
+)
+# llama.cpp's server adds `timings` to an answer: cache_n prompt tokens reused, prompt_n computed
+# (tools/server result_timings::to_json).
+TIMINGS_SIGNAL = "timings.cache_n"
+# vLLM's prefix-cache counters (vllm/v1/metrics/loggers.py, vLLM 0.32.0: counters
+# `vllm:prefix_cache_queries` / `vllm:prefix_cache_hits`, in tokens; exposed with `_total`).
+METRIC_QUERIES = "vllm:prefix_cache_queries_total"
+METRIC_HITS = "vllm:prefix_cache_hits_total"
+# Salted time-to-first-token: the same prefix against a salted one of equal length. Reused when
+# the median warm TTFT is at most TTFT_REUSED_BELOW of the median cold one and even the slowest
+# warm try is faster than the median cold, or when (ratio below TTFT_NOT_REUSED_ABOVE) every warm
+# try is faster than every cold one by a gap of medians at least TTFT_SEPARATION times the wider
+# spread of the two (a fixed cost per request dilutes the ratio: vLLM 0.32.0 on the CPU answered
+# 1.09-1.16 s warm, 1.60-1.78 s cold, ratio 0.70); not reused at TTFT_NOT_REUSED_ABOVE or more;
+# otherwise, or when the median cold TTFT is under TTFT_MIN_COLD_SECONDS (the reference engine
+# answers a 23k-token prompt unpaced in 20-45 ms on a loaded 2-core machine), inconclusive.
+TTFT_REUSED_BELOW = 0.6
+TTFT_NOT_REUSED_ABOVE = 0.85
+TTFT_SEPARATION = 2.0
+TTFT_MIN_COLD_SECONDS = 0.25
+
+
+def _int(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def reported_cache_read(usage, answer=None) -> tuple[int | None, str | None]:
+    """(prompt tokens read from the prefix cache, the field that said so) from an answer's usage,
+    else from llama.cpp's `timings`; (None, None) when the answer reports neither."""
+    if isinstance(usage, dict):
+        for signal, path in USAGE_SIGNALS:
+            node = usage
+            for key in path:
+                node = node.get(key) if isinstance(node, dict) else None
+            if _int(node) is not None:
+                return node, signal
+    timings = answer.get("timings") if isinstance(answer, dict) else None
+    if isinstance(timings, dict) and _int(timings.get("cache_n")) is not None:
+        return timings["cache_n"], TIMINGS_SIGNAL
+    return None, None
+
+
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+([-+0-9.eEinfINFNa]+)(?:\s+-?\d+)?\s*$")
+
+
+def prometheus_counters(text: str, names=(METRIC_QUERIES, METRIC_HITS)) -> dict[str, float]:
+    """The value of each named counter in a Prometheus text exposition, summed over its label
+    sets (one per engine of a data-parallel server); a name with no sample is left out."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        m = _SAMPLE.match(line.strip())
+        if m and m.group(1) in names:
+            try:
+                out[m.group(1)] = out.get(m.group(1), 0.0) + float(m.group(3))
+            except ValueError:
+                continue
+    return out
+
+
+@dataclass(frozen=True)
+class ReuseSignal:
+    """What one signal says about the second request of a pair."""
+    name: str  # the signal used, named in the verdict
+    reused: bool | None  # None: the signal was read but cannot tell
+    note: str  # the measured figures, one line
+    figures: dict = field(default_factory=dict)
+    reused_tokens: int | None = None
+    reprefilled_tokens: int | None = None
+
+
+def usage_signal(read: int, name: str, prompt: int | None) -> ReuseSignal:
+    reprefilled = None if prompt is None else max(0, prompt - read)
+    of = f" of {prompt} prompt tokens" if prompt else ""
+    return ReuseSignal(name, read > 0, f"{name} = {read}{of}", {name: read, "prompt_tokens": prompt},
+                       read, reprefilled)
+
+
+def metrics_signal(before: dict[str, float], after: dict[str, float], url: str) -> ReuseSignal | None:
+    """The counters' growth over the second request; None when either counter is missing or
+    nothing was counted (a counter that did not move cannot tell)."""
+    if any(n not in before or n not in after for n in (METRIC_QUERIES, METRIC_HITS)):
+        return None
+    queried = int(after[METRIC_QUERIES] - before[METRIC_QUERIES])
+    hit = int(after[METRIC_HITS] - before[METRIC_HITS])
+    if queried <= 0:
+        return None
+    figures = {"metrics_url": url, "prefix_cache_queries_delta": queried, "prefix_cache_hits_delta": hit}
+    return ReuseSignal(METRIC_HITS, hit > 0, f"{METRIC_HITS} +{hit} of {METRIC_QUERIES} +{queried} ({url})",
+                       figures, hit, max(0, queried - hit))
+
+
+def _median(xs: list[float]) -> float:
+    ys = sorted(xs)
+    mid = len(ys) // 2
+    return ys[mid] if len(ys) % 2 else (ys[mid - 1] + ys[mid]) / 2
+
+
+def ttft_signal(warm: list[float], cold: list[float]) -> ReuseSignal:
+    """Time to first content of the shared prefix (`warm`) against salted prefixes of equal length
+    (`cold`, each a fresh salt), seconds."""
+    name = "salted TTFT ratio"
+    w, c = _median(warm), _median(cold)
+    ratio = w / c if c > 0 else None
+    figures = {"ttft_warm_s": [round(x, 4) for x in warm], "ttft_cold_s": [round(x, 4) for x in cold],
+               "ttft_ratio": None if ratio is None else round(ratio, 3)}
+    note = (f"median TTFT {w * 1000:.0f} ms on the shared prefix vs {c * 1000:.0f} ms on a salted one "
+            f"(ratio {'n/a' if ratio is None else f'{ratio:.2f}'}; {len(warm)} + {len(cold)} tries)")
+    if c < TTFT_MIN_COLD_SECONDS or ratio is None:
+        return ReuseSignal(name, None, f"{note}: the salted prefill ({c * 1000:.0f} ms) is under "
+                           f"{TTFT_MIN_COLD_SECONDS * 1000:.0f} ms, too short to tell from noise", figures)
+    noise = max(max(warm) - min(warm), max(cold) - min(cold))
+    separated = max(warm) < min(cold) and c - w >= TTFT_SEPARATION * noise
+    if (ratio <= TTFT_REUSED_BELOW and max(warm) < c) or (ratio < TTFT_NOT_REUSED_ABOVE and separated):
+        return ReuseSignal(name, True, note, figures)
+    if ratio >= TTFT_NOT_REUSED_ABOVE:
+        return ReuseSignal(name, False, note, figures)
+    return ReuseSignal(name, None, f"{note}: above {TTFT_REUSED_BELOW} and below {TTFT_NOT_REUSED_ABOVE} without "
+                       f"a clean separation (every warm try faster than every cold one by {TTFT_SEPARATION:g}x the "
+                       "spread), inconclusive", figures)
+
+
+def reuse_outcome(check_id: str, what: str, signal: ReuseSignal | None, tried: list[str]) -> CheckOutcome:
+    """Reuse passes; re-prefilling is a warning (turns) or a note (conversations); no signal, or
+    one that cannot tell, is unverifiable with what was tried. Never a pass without a signal."""
+    if signal is None:
+        return CheckOutcome(check_id, "unverifiable", note=f"{what}: no prefix-reuse signal: {'; '.join(tried)}")
+    if signal.reused is None:
+        return CheckOutcome(check_id, "unverifiable",
+                            note=f"{what}: {signal.name} inconclusive: {signal.note}"
+                                 + (f" ({'; '.join(tried)})" if tried else ""))
+    if signal.reused:
+        return CheckOutcome(check_id, "passed", note=f"{what}: prefix reused ({signal.name}: {signal.note})")
+    cost = f"; ~{signal.reprefilled_tokens} tokens re-prefilled" if signal.reprefilled_tokens else ""
+    found = violation(check_id, f"{what}: no prefix reused{cost} ({signal.name}: {signal.note})",
+                      expected="the shared prefix read from the cache", seen=signal.note)
     return CheckOutcome(check_id, "warning" if found.severity == "warning" else "info", (found,))
 
 

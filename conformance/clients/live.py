@@ -3,7 +3,10 @@
 Rules:
 - The CLI is the installed binary itself: given by path, or `CONFORMANCE_CLAUDE_BIN` /
   `CONFORMANCE_OPENCODE_BIN` / `CONFORMANCE_CODEX_BIN`, or found on PATH (`claude`, `opencode`,
-  `codex`). Nothing is downloaded here.
+  `codex`). One release of it (`find_release_binary`): the npm prefix in
+  `CONFORMANCE_CLIENTS_DIR_<version with dots as underscores>`, else `CONFORMANCE_CLIENTS_DIR`'s
+  `<client>@<version>` prefix or its top, else the CLI above, each only if its `--version` is
+  that release. Nothing is downloaded here.
 - Offline settings from PEERS.md: a scratch HOME (and XDG dirs) per run, Claude Code with
   `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1`, opencode with
   `OPENCODE_DISABLE_MODELS_FETCH=1 OPENCODE_DISABLE_AUTOUPDATE=1` and a provider in the project's
@@ -90,6 +93,67 @@ def find_binary(client: str, path: str | Path | None = None) -> Path:
             f"{client}: `{_BIN_NAMES[client]}` is not on PATH and {_BIN_ENV[client]} is not set; install it with "
             f"`npm install --prefix DIR {pkg}` and set {_BIN_ENV[client]}=DIR/node_modules/.bin/{_BIN_NAMES[client]}")
     return Path(found)
+
+
+def release_env(version: str) -> str:
+    """The env variable naming the npm prefix of one release: CONFORMANCE_CLIENTS_DIR_2_1_197."""
+    return "CONFORMANCE_CLIENTS_DIR_" + "".join(c if c.isalnum() else "_" for c in version)
+
+
+_VERSIONS: dict[str, str] = {}  # binary path -> what its --version said (one process each)
+
+
+def _version_of(binary: Path) -> str:
+    key = str(binary)
+    if key not in _VERSIONS:
+        _VERSIONS[key] = client_version(binary)
+    return _VERSIONS[key]
+
+
+def _in_prefix(prefix: Path, client: str) -> Path:
+    return prefix / "node_modules" / ".bin" / _BIN_NAMES[client]
+
+
+def find_release_binary(client: str, version: str) -> Path:
+    """The CLI of one release of `client`, which must report that version:
+    1. DIR/node_modules/.bin/<cli> with DIR from CONFORMANCE_CLIENTS_DIR_<version, dots as
+       underscores> (what .ci/run exports for each release it installs);
+    2. else under CONFORMANCE_CLIENTS_DIR=D: D/<client>@<version> (the recapture's prefix per
+       release), then D itself (where the current pins are installed);
+    3. else the CLI `find_binary` finds (CONFORMANCE_*_BIN, PATH) when it is that release.
+    ClientNotFound naming the env variable to set when none is."""
+    if client not in CLIENTS:
+        raise ValueError(f"client must be one of {CLIENTS}, got {client!r}")
+    env = release_env(version)
+    pkg = f"{_NPM_PACKAGE[client]}@{version}"
+    given = os.environ.get(env)
+    if given:
+        p = _in_prefix(Path(given), client)
+        if not (p.is_file() and os.access(p, os.X_OK)):
+            raise ClientNotFound(f"{client} {version}: {p} is not an executable file (from {env}={given}); install "
+                                 f"the release with `npm install --prefix {given} {pkg}`")
+        seen = _version_of(p)
+        if seen != version:
+            raise ClientNotFound(f"{client} {version}: {p} (from {env}) is release {seen}, not {version}")
+        return p
+    candidates: list[Path] = []
+    shared = os.environ.get("CONFORMANCE_CLIENTS_DIR")
+    if shared:
+        candidates += [_in_prefix(Path(shared) / f"{client}@{version}", client), _in_prefix(Path(shared), client)]
+    try:
+        candidates.append(find_binary(client))
+    except ClientNotFound:
+        pass
+    looked = []
+    for p in candidates:
+        if p.is_file() and os.access(p, os.X_OK):
+            seen = _version_of(p)
+            if seen == version:
+                return p
+            looked.append(f"{p} is {seen}")
+    raise ClientNotFound(
+        f"{client} {version}: no binary of this release ({'; '.join(looked) or 'none found'}); install it with "
+        f"`npm install --prefix DIR {pkg}` and set {env}=DIR")
 
 
 def client_version(binary: Path, timeout: float = 30) -> str:

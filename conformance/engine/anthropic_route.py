@@ -19,7 +19,9 @@ Rules (wire facts: the Anthropic Messages API reference and its streaming docs):
   `cache_read_input_tokens` / `cache_creation_input_tokens` apart from `input_tokens`. Claude
   Code's first system block (`x-anthropic-billing-header: cc_version=...`, its suffix differs per
   conversation) is client metadata, left out of the cache key as llama.cpp does (PR #21793), so
-  conversations share the system prompt and tools.
+  conversations share the system prompt and tools. Stream prefill pacing (`--prefill-rate`)
+  counts only the prompt tokens not read from the cache; every lookup adds to the /metrics
+  counters (metrics.py).
 - Refuses (400 invalid_request_error, the message names the field): missing/invalid model,
   max_tokens, messages; unknown block types; a tool_result whose tool_use_id matches no earlier
   tool_use; a thinking block sent back without its signature; thinking.budget_tokens < 1024 or
@@ -52,6 +54,7 @@ from conformance.engine.conversation import (
     is_num,
     require,
 )
+from conformance.engine.metrics import record_prefix_query
 from conformance.engine.state import STATE, error_response, read_json
 from conformance.engine.wire import ClientGone, SSEWriter, split_json, split_text, start_sse
 
@@ -446,6 +449,7 @@ async def messages(request: web.Request, state, body: dict):
     reason, seq = _stop_reason(reply, faults)
     headers = {"request-id": ids.make("req_01", seed, time.time_ns(), n=22)}
     cached = (0, 0) if "prefix-cache-defeated" in faults else prefix_cache(state).serve(body, prompt)
+    record_prefix_query(state, prompt, cached[0])
     if not conv.stream:
         out = {"id": msg_id, "type": "message", "role": "assistant", "model": model, "content": blocks,
                "stop_reason": reason, "stop_sequence": seq, "usage": _usage(prompt, reply.output_tokens, cached)}
@@ -483,7 +487,8 @@ def _unusable_stream(msg_id, model, blocks, reason, seq, usage, headers) -> web.
 
 
 async def _stream(resp, msg_id, model, blocks, reason, seq, prompt, output, faults, conv, cached=(0, 0)):
-    w = SSEWriter(resp, buffered="buffered-stream" in faults, prompt_tokens=prompt)
+    # Prefill pacing covers what the cache did not hold: a cached prefix is not computed again.
+    w = SSEWriter(resp, buffered="buffered-stream" in faults, prompt_tokens=prompt - cached[0])
     start = {"id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [],
              "stop_reason": None, "stop_sequence": None, "usage": _usage(prompt, 1, cached)}
     if "usage-inconsistent" in faults:  # output_tokens later "go down"; input_tokens change below

@@ -67,6 +67,7 @@ FAULTS: dict[str, str] = {
     "strict-thinking-display": "rejects thinking.display (closed thinking struct, 400)",
     "empty-system-entry-rejected": "rejects a {role: system} entry whose content is an empty list (400)",
     "max-tokens-over-context": "max_tokens above the context left is answered 500 instead of clamped or refused with a 4xx",
+    "max-tokens-silent-truncation": "max_tokens above the context left: the answer fills the context and claims end_turn / stop",
     "fallback-wording": "refuses {role: system} entries with a 400 whose text matches no client fallback pattern",
     "parallel-calls-truncated": "only the first of several tool calls in one turn is emitted",
     "tool-result-image-rejected": "rejects an image block inside a tool_result (400)",

@@ -115,7 +115,8 @@ def spawn_engine(*cli_args: str, env: dict | None = None, deadline: float = SPAW
 @contextlib.contextmanager
 def serve_engine_in_thread(faults=(), model: str = DEFAULT_MODEL, max_context: int = DEFAULT_MAX_CONTEXT,
                            scenarios=None, host: str = "127.0.0.1", variations=(),
-                           prefill_tokens_per_s: float | None = None, decode_tokens_per_s: float | None = None):
+                           prefill_tokens_per_s: float | None = None, decode_tokens_per_s: float | None = None,
+                           metrics: bool = False):
     from aiohttp import web
 
     from conformance.engine import faults as fault_modes
@@ -126,7 +127,8 @@ def serve_engine_in_thread(faults=(), model: str = DEFAULT_MODEL, max_context: i
     config = EngineConfig(model=model, faults=fault_modes.validate(faults), max_context=int(max_context),
                           scenarios_dir=str(scenarios) if scenarios else None, exit_on_crash=False,
                           variations=variation_modes.validate(variations),
-                          prefill_tokens_per_s=prefill_tokens_per_s, decode_tokens_per_s=decode_tokens_per_s)
+                          prefill_tokens_per_s=prefill_tokens_per_s, decode_tokens_per_s=decode_tokens_per_s,
+                          metrics=metrics)
     app = build_app(config)
     loop = asyncio.new_event_loop()
     ready = threading.Event()

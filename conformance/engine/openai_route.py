@@ -48,6 +48,7 @@ from conformance.engine.conversation import (
     is_num,
     require,
 )
+from conformance.engine.metrics import record_prefix_query
 from conformance.engine.wire import ClientGone, SSEWriter, split_json, split_text, start_sse
 
 EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
@@ -278,6 +279,12 @@ def chat_cached_tokens(state, body: dict, prompt: int) -> int:
     return read
 
 
+def _counted_cached_tokens(state, body: dict, prompt: int) -> int:
+    cached = chat_cached_tokens(state, body, prompt)
+    record_prefix_query(state, prompt, cached)
+    return cached
+
+
 @dataclass
 class Answer:
     """What an OpenAI route answers, before the route gives it its wire shape."""
@@ -315,7 +322,7 @@ async def chat(request: web.Request, state, body: dict):
     # translating router needs it to answer Anthropic's stop_reason stop_sequence + the string.
     matched_stop = reply.stop_sequence if reply.stop_reason == "stop_sequence" else None
     not_string = "tool-args-not-string" in faults
-    cached = chat_cached_tokens(state, body, prompt)
+    cached = _counted_cached_tokens(state, body, prompt)
     if not answer.conv.stream:
         msg = {"role": "assistant", "content": text if (text or not calls) else None, "refusal": None,
                "tool_calls": [{"id": i, "type": "function",
@@ -330,7 +337,7 @@ async def chat(request: web.Request, state, body: dict):
         return web.json_response(out)
     include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
     resp = await start_sse(request)
-    w = SSEWriter(resp, buffered="buffered-stream" in faults, prompt_tokens=prompt)
+    w = SSEWriter(resp, buffered="buffered-stream" in faults, prompt_tokens=prompt - cached)
 
     async def chunk(delta, finish=None):
         c = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,

@@ -21,6 +21,9 @@ Rules:
   and the matched string; later tool calls are not emitted); the output budget
   (min(max_tokens, context left, output-cap)) truncates thinking, then text, at a token end, and
   drops tool calls that do not fit whole (stop_reason max_tokens).
+- Fault `max-tokens-silent-truncation`: a max_tokens above the room the context leaves gets an
+  answer that fills the room exactly and ends with end_turn / stop (a clamp reported as a
+  natural end).
 - `thinking` is produced only when the request enabled it (Anthropic enabled/adaptive, OpenAI a
   reasoning effort other than none).
 - Fault `tool-choice-ignored` (decoding not constrained to the tool-call format, as llama.cpp
@@ -143,6 +146,17 @@ def _calls_in_words(text: str, calls: list[tuple[str, dict]]) -> str:
     return f"{text}\n\n{said}" if text else said
 
 
+def _long_text(tokens: int) -> str:
+    """An answer longer than `tokens`, cut at its last token end within them."""
+    parts, n, i = [], 0, 0
+    while n <= tokens:
+        i += 1
+        s = f"This is sentence {i} of an answer that does not end by itself. "
+        parts.append(s)
+        n += tokenizer.count(s)
+    return tokenizer.truncate("".join(parts), tokens)
+
+
 def _reasoning_filler(tokens: int) -> str:
     parts, n, i = [], 0, 0
     while n < tokens:
@@ -159,6 +173,13 @@ def plan(conv: Conversation, ctx: Context) -> Reply:
         budget = min(budget, conv.max_tokens)
     if "output-cap" in ctx.faults:
         budget = min(budget, fault_modes.OUTPUT_CAP_TOKENS)
+
+    room = max(0, ctx.max_context - ctx.prompt_tokens)
+    if ("max-tokens-silent-truncation" in ctx.faults and conv.max_tokens is not None
+            and conv.max_tokens > room > 0):
+        # The answer runs to the end of the context, and the engine calls that a natural end.
+        text = _long_text(room)
+        return Reply(text=text, stop_reason="end_turn", output_tokens=tokenizer.count(text))
 
     if "unbounded-reasoning" in ctx.faults:
         thinking = _reasoning_filler(budget)

@@ -10,6 +10,7 @@ Rules:
   server.
 - Error envelopes: Anthropic `{"type":"error","error":{"type","message"}}` with its documented
   status codes; OpenAI routes follow vLLM's `{"error":{"message","type","param","code"}}`.
+- `GET /metrics` only with `EngineConfig.metrics` (vLLM's prefix-cache counters, metrics.py).
 - `GET /_conformance/received[?n=K][&path=PREFIX]` returns the last RECEIVED_KEEP requests
   (method, path with query, headers with secrets redacted, JSON body); `DELETE` clears it.
 - `crash-under-concurrency`: past CRASH_CONCURRENCY_LIMIT generation requests in flight the
@@ -254,7 +255,7 @@ async def received_clear(request: web.Request):
 
 
 def build_app(config: EngineConfig) -> web.Application:
-    from conformance.engine import anthropic_route, openai_route, responses_route
+    from conformance.engine import anthropic_route, metrics, openai_route, responses_route
     from conformance.engine import scenarios as engine_scenarios
 
     folder = config.scenarios_dir or engine_scenarios.default_dir()
@@ -268,6 +269,8 @@ def build_app(config: EngineConfig) -> web.Application:
     r.add_route("GET", "/v1/models/{model}", model_one)
     r.add_route("GET", "/_conformance/received", received)
     r.add_route("DELETE", "/_conformance/received", received_clear)
+    if config.metrics:
+        r.add_route("GET", "/metrics", metrics.metrics)
     r.add_route("POST", "/v1/messages", generation_route("anthropic", anthropic_route.messages))
     r.add_route("POST", "/v1/messages/count_tokens", anthropic_route.count_tokens_handler)
     r.add_route("POST", "/v1/chat/completions", generation_route("openai", openai_route.chat))

@@ -37,6 +37,8 @@ class EngineConfig:
     # Stream pacing in engine tokens per second; None = the writer's default pace (wire.py).
     prefill_tokens_per_s: float | None = None
     decode_tokens_per_s: float | None = None
+    # Serve GET /metrics with vLLM's prefix-cache counters (metrics.py).
+    metrics: bool = False
 
 
 @dataclass

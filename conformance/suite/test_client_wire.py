@@ -11,7 +11,10 @@ Rules:
 - A forced tool choice goes with thinking off (the Messages API refuses both at once), as the
   loop driver forces (`conformance.loop.conversation`).
 - `prefix_reuse` tests are opt-in (-m prefix_reuse): they send the pair of requests salted with
-  this run's token so no earlier test warmed the cache, and read `usage.cache_read_input_tokens`.
+  this run's token so no earlier test warmed the cache, and read the first signal that can tell
+  (conformance.checks.client_wire: the answer's usage or timings, the Prometheus counters at
+  `--conformance-metrics-url`, then a salted TTFT ratio, which costs 2 x TTFT_TRIES short streamed
+  requests more).
 """
 
 from __future__ import annotations
@@ -263,8 +266,41 @@ def test_max_tokens_over_context(conformance_ctx):
                   prefer=lambda cap, e: len(e.request.body_bytes()))  # the longest prompt leaves the least room
     body = _body(ctx, ex, "max_tokens")
     sent = _send(ctx, ex, body, f"as captured: max_tokens {body['max_tokens']}")
-    _decide(ctx, rules.max_tokens_outcome(sent.raw, body["max_tokens"]), sent)
+    figures = None
+    if sent.raw.ok:
+        verdict = ctx.judge(sent, expect_model=ctx.settings.served_model(body.get("model")))
+        context, source = advertised_context(ctx, ctx.settings.served_model(body.get("model")))
+        d = dialect(ctx.api)
+        usage = d.usage(verdict.message) if verdict.message else None
+        figures = rules.AnswerFigures(d.anthropic_stop(verdict.message), d.prompt_tokens(usage),
+                                      d.output_tokens(verdict.message) if verdict.message else None, context, source)
+    _decide(ctx, rules.max_tokens_outcome(sent.raw, body["max_tokens"], figures), judge=False)
     ctx.finish("max_tokens over the context")
+
+
+def advertised_context(ctx, model: str | None) -> tuple[int | None, str]:
+    """The target's context length: --conformance-context-limit, else what it advertises (vLLM
+    `max_model_len` and the like in GET /v1/models, llama.cpp `n_ctx` in GET /props), as the
+    context probes read it (conformance.probes.context.discover_limit)."""
+    configured = ctx.item.config.getoption("conformance_context_limit", None)
+    if configured:
+        return configured, "--conformance-context-limit"
+    status, doc = ctx.session.get_json("/v1/models")
+    models = [m for m in (doc or {}).get("data") or [] if isinstance(m, dict)] if isinstance(doc, dict) else []
+    chosen = next((m for m in models if m.get("id") == model), models[0] if models else None)
+    if chosen is not None:
+        for key in ("max_model_len", "context_length", "context_window", "max_context_length"):
+            if isinstance(chosen.get(key), int):
+                return chosen[key], f"/v1/models {key}"
+        meta = chosen.get("meta")
+        if isinstance(meta, dict) and isinstance(meta.get("n_ctx"), int):
+            return meta["n_ctx"], "/v1/models meta.n_ctx"
+    status, props = ctx.session.get_json("/props")
+    if status == 200 and isinstance(props, dict):
+        n_ctx = props.get("n_ctx", (props.get("default_generation_settings") or {}).get("n_ctx"))
+        if isinstance(n_ctx, int):
+            return n_ctx, "/props n_ctx"
+    return None, ""
 
 
 def test_fallback_wording(conformance_ctx):
@@ -377,60 +413,185 @@ def test_forced_tool_schemas(schema_source, conformance_ctx):
 # ---- prefix reuse (opt-in) ------------------------------------------------------------------
 
 
-def _salted_system(body: dict, token: str) -> None:
-    """Put this run's token at the start of the first system text after the billing header, in
-    every request of a pair alike: the pair shares it, earlier tests never saw it."""
+def _salted(body: dict, salt: str) -> None:
+    """Put `salt` at the start of the first system text after the billing header and of the first
+    tool's description, in every request of a pair alike: the pair shares it, earlier tests never
+    saw it. Both, because a chat template may render the tools or the system text first; a salt at
+    the front of both leaves nothing in common with another salt of the same length."""
     system = body.get("system")
     if isinstance(system, str):
-        body["system"] = f"[run {token}] " + system
-        return
-    for b in system or []:
-        if isinstance(b, dict) and isinstance(b.get("text"), str) and not b["text"].startswith(BILLING):
-            b["text"] = f"[run {token}] " + b["text"]
-            return
+        body["system"] = salt + system
+    else:
+        for b in system or []:
+            if isinstance(b, dict) and isinstance(b.get("text"), str) and not b["text"].startswith(BILLING):
+                b["text"] = salt + b["text"]
+                break
+    tools = body.get("tools") or []
+    first = tools[0] if tools and isinstance(tools[0], dict) else None
+    if first is not None:
+        fn = first.get("function") if isinstance(first.get("function"), dict) else first
+        if isinstance(fn.get("description"), str):
+            fn["description"] = salt + fn["description"]
 
 
-def _cache_read(sent, api) -> tuple[int | None, int | None]:
-    """(usage.cache_read_input_tokens, every prompt token) of an answer."""
+def _salt(ctx, mark: str, check_id: str) -> str:
+    """This run's salt for one check's pair (its own, so two checks never share a cold prefix);
+    `mark` (one character) tells the pair's salt ("w") from the cold ones."""
+    import hashlib
+
+    tag = hashlib.sha256(check_id.encode()).hexdigest()[:6]
+    return f"[{mark} run {ctx.settings.run_token or 'prefix-reuse'} {tag}] "
+
+
+def _pair_bodies(ctx, first: Exchange, second: Exchange, salt: str, same_system: bool) -> tuple[dict, dict]:
+    """Both bodies salted alike. `same_system`: the second gets the first's system text after its
+    own billing header (one project, two conversations)."""
+    bodies = []
+    for ex in (first, second):
+        body = _body(ctx, ex)
+        _salted(body, salt)
+        body["stream"] = False
+        bodies.append(body)
+    if same_system and all(isinstance(b.get("system"), list) for b in bodies):
+        shared = [b for b in bodies[0]["system"] if not (isinstance(b, dict) and str(b.get("text", "")).startswith(BILLING))]
+        own = [b for b in bodies[1]["system"] if isinstance(b, dict) and str(b.get("text", "")).startswith(BILLING)]
+        bodies[1]["system"] = own + copy.deepcopy(shared)  # already salted
+    return bodies[0], bodies[1]
+
+
+def _reported(sent, api) -> tuple[int | None, str | None, int | None]:
+    """(cache-read tokens, the field, every prompt token) an answer reports."""
+    import json
+
     from conformance.checks.exchange import check_exchange
 
     verdict = check_exchange(sent.raw, sent.request, api=api)
     usage = dialect(api).usage(verdict.message) if verdict.message else None
-    if not isinstance(usage, dict):
-        return None, None
-    read = usage.get("cache_read_input_tokens")
-    return (read if isinstance(read, int) else None), dialect(api).prompt_tokens(usage)
+    try:
+        answer = json.loads(sent.raw.body())
+    except ValueError:
+        answer = None
+    read, name = rules.reported_cache_read(usage, answer)
+    prompt = dialect(api).prompt_tokens(usage) if isinstance(usage, dict) else None
+    return read, name, prompt
+
+
+def metrics_url(ctx) -> str | None:
+    """--conformance-metrics-url, else the engine's /metrics (--conformance-engine-url), else the
+    target's; `off` reads none."""
+    given = ctx.item.config.getoption("conformance_metrics_url", None)
+    if given is not None:
+        return None if given.strip().lower() in ("off", "none", "") else given
+    return (ctx.settings.engine_url or ctx.settings.target).rstrip("/") + "/metrics"
+
+
+def read_counters(url: str | None) -> tuple[dict | None, str]:
+    """The prefix-cache counters at `url`, or None and why not (absent is normal: most servers
+    serve no /metrics)."""
+    import httpx
+
+    if url is None:
+        return None, "metrics not read (--conformance-metrics-url off)"
+    try:
+        resp = httpx.get(url, timeout=5.0)
+    except httpx.HTTPError as exc:
+        return None, f"no metrics at {url} ({type(exc).__name__}: {str(exc)[:80]})"
+    if resp.status_code != 200:
+        return None, f"no metrics at {url} (HTTP {resp.status_code})"
+    counters = rules.prometheus_counters(resp.text)
+    if len(counters) < 2:
+        return None, f"{url} has no {rules.METRIC_HITS} / {rules.METRIC_QUERIES} sample"
+    return counters, ""
+
+
+TTFT_TRIES = 3
+TTFT_MAX_TOKENS = 16
+
+
+def _timing_body(body: dict) -> dict:
+    """A streamed copy that stops soon: only the time to its first content is read."""
+    out = copy.deepcopy(body)
+    _without_thinking(out)
+    out["stream"] = True
+    out["max_tokens"] = TTFT_MAX_TOKENS
+    return out
+
+
+def _ttft(ctx, ex: Exchange, body: dict, note: str) -> tuple[float | None, str]:
+    sent = _send(ctx, ex, body, note)
+    raw = sent.raw
+    if not raw.ok:
+        return None, f"{note}: " + (f"HTTP {raw.status}" if raw.status is not None else f"no answer ({raw.error_kind})")
+    if raw.first_content_at is None:
+        return None, f"{note}: no content arrived"
+    return raw.first_content_at, ""
+
+
+def ttft_signal(ctx, first: Exchange, second: Exchange, warm_body: dict, same_system: bool, what: str,
+                check_id: str):
+    """The second request (its prefix warmed by the first) against fresh salts of equal length,
+    interleaved, TTFT_TRIES each. (signal or None, why not)."""
+    warm, cold = [], []
+    for k in range(TTFT_TRIES):
+        t, why = _ttft(ctx, second, _timing_body(warm_body), f"{what}: TTFT try {k + 1}, shared prefix")
+        if t is None:
+            return None, f"TTFT not measured: {why}"
+        warm.append(t)
+        _, salted = _pair_bodies(ctx, first, second, _salt(ctx, "abcdefgh"[k], check_id), same_system)
+        t, why = _ttft(ctx, second, _timing_body(salted), f"{what}: TTFT try {k + 1}, salted prefix")
+        if t is None:
+            return None, f"TTFT not measured: {why}"
+        cold.append(t)
+    return rules.ttft_signal(warm, cold), ""
 
 
 def _pair(ctx, first: tuple[Capture, Exchange], second: tuple[Capture, Exchange], what: str, check_id: str,
           same_system: bool = False):
-    """Send both (salted alike); judge the second's cache reads. `same_system`: the second gets the
-    first's system text after its own billing header (one project, two conversations)."""
-    token = ctx.settings.run_token or "prefix-reuse"
-    sents = []
-    shared_system = None
-    for n, (_, ex) in enumerate((first, second), 1):
-        body = _body(ctx, ex)
-        _salted_system(body, token)
-        if same_system and shared_system is not None and isinstance(body.get("system"), list):
-            own = [b for b in body["system"] if isinstance(b, dict) and str(b.get("text", "")).startswith(BILLING)]
-            body["system"] = own + copy.deepcopy(shared_system)  # already salted
-        elif same_system and isinstance(body.get("system"), list):
-            shared_system = copy.deepcopy([b for b in body["system"]
-                                           if not (isinstance(b, dict) and str(b.get("text", "")).startswith(BILLING))])
-        body["stream"] = False
-        sents.append(_send(ctx, ex, body, f"{what}: request {n} of 2"))
-    if not all(s.raw.ok for s in sents):
-        bad = next(s for s in sents if not s.raw.ok)
-        ctx.judge(bad)
-        return
-    read, prompt = _cache_read(sents[1], ctx.api)
-    shared = prompt or 0
-    outcome = rules.reuse_outcome(check_id, read, shared, what, "usage.cache_read_input_tokens")
-    reprefilled = None if read is None or prompt is None else prompt - read
+    """Send both (salted alike) and judge whether the second reused the first's prefix, by the
+    first signal that can tell (rules.reuse_outcome)."""
+    (_, ex1), (_, ex2) = first, second
+    body1, body2 = _pair_bodies(ctx, ex1, ex2, _salt(ctx, "w", check_id), same_system)
+    sent1 = _send(ctx, ex1, body1, f"{what}: request 1 of 2")
+    url = metrics_url(ctx)
+    before, why_metrics = read_counters(url) if sent1.raw.ok else (None, "")
+    sent2 = _send(ctx, ex2, body2, f"{what}: request 2 of 2")
+    for sent in (sent1, sent2):
+        if not sent.raw.ok:
+            ctx.judge(sent)
+            return
+    after = None
+    if before is not None:
+        import time
+
+        after, why_metrics = read_counters(url)
+        if after is not None and after.get(rules.METRIC_QUERIES) == before.get(rules.METRIC_QUERIES):
+            time.sleep(0.5)  # an engine may publish its counters a moment after the answer
+            after, why_metrics = read_counters(url)
+    tried = []
+    read, field_name, prompt = _reported(sent2, ctx.api)
+    signal = None
+    if read is None:
+        tried.append("the answer reports no cached tokens (usage, timings)")
+    else:
+        signal = rules.usage_signal(read, field_name, prompt)
+    if signal is None or not signal.reused:  # a reported 0 is checked against the counters
+        counted = rules.metrics_signal(before, after, url) if before is not None and after is not None else None
+        if counted is not None:
+            signal = counted
+        elif signal is None:
+            tried.append(why_metrics or f"the counters at {url} did not move")
+    if signal is None:
+        signal, why = ttft_signal(ctx, ex1, ex2, body2, same_system, what, check_id)
+        if why:
+            tried.append(why)
+    outcome = rules.reuse_outcome(check_id, what, signal, tried)
+    details = {"signal": signal.name if signal else None, "tried": tried, "prompt_tokens": prompt,
+               "cache_read_input_tokens": read if field_name == "usage.cache_read_input_tokens" else None,
+               "reused_tokens": signal.reused_tokens if signal else None,
+               "reprefilled_tokens": signal.reprefilled_tokens if signal else None,
+               **(signal.figures if signal else {})}
     ctx.outcome(outcome.check_id, outcome.outcome, violations=outcome.violations, message=outcome.note,
-                details={"signal": "usage.cache_read_input_tokens", "cache_read_input_tokens": read,
-                         "prompt_tokens": prompt, "reprefilled_tokens": reprefilled})
+                details=details)
 
 
 def _billing_suffix(body) -> str | None:

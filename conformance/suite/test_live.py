@@ -4,6 +4,15 @@ Each test runs the installed CLI itself (CONFORMANCE_CLAUDE_BIN / CONFORMANCE_OP
 CONFORMANCE_CODEX_BIN, or `claude` / `opencode` / `codex` on PATH) on one scenario in a temporary project directory, through the
 capture proxy: every model exchange is judged like a replayed one, the CLI must exit 0 within the
 deadline, and the task must be done on disk (conformance/clients/live.py, docs/loop.md).
+
+Releases: each client runs once per release of it the run selects (`--conformance-client-version`,
+over the corpus's captures of that client), with the binary of that release
+(`find_release_binary`: CONFORMANCE_CLIENTS_DIR_<version with dots as underscores>, ...). A release
+the run names (listed in the option, or `all` over a client with several) whose binary is missing
+fails, naming the env variable to set; otherwise (the default `current`, or the current release
+of a client the option does not name) the CLI found as before runs when no binary of that
+release is found, and the verdicts name the version that ran. A client the corpus has no capture
+of runs the CLI found as before. Test ids carry the release only when a client runs several.
 """
 
 from __future__ import annotations
@@ -12,9 +21,10 @@ from collections import defaultdict
 
 import pytest
 
-from conformance.clients.live import ClientNotFound, find_binary, run_live
+from conformance.clients.live import ClientNotFound, find_binary, find_release_binary, run_live
 from conformance.loop.driver import find_template
 from conformance.loop.scenarios import get_scenario
+from conformance.suite import cases
 
 pytestmark = pytest.mark.live
 
@@ -25,19 +35,65 @@ CLIENT_WIRES = (("claude-code", "anthropic"), ("opencode", "openai"), ("opencode
 SCENARIOS = ("write-file", "multi-step")
 
 
+def selected_releases(config, client: str) -> list[str | None]:
+    """The releases of `client` this run selects (newest first); [None] when the corpus holds no
+    capture of it (the CLI found as before runs)."""
+    try:
+        caps, _ = cases.all_cases(config)
+    except pytest.UsageError:
+        return [None]  # reported by the replay tests; the live test runs the CLI found as before
+    found = {c.client_version for c in caps if c.client == client and c.client_version}
+    return sorted(found, key=cases.version_key, reverse=True) or [None]
+
+
+def pytest_generate_tests(metafunc):
+    if "release" not in metafunc.fixturenames:
+        return
+    params, ids = [], []
+    for client, api in CLIENT_WIRES:
+        releases = selected_releases(metafunc.config, client)
+        for release in releases:
+            params.append((client, api, release))
+            ids.append(f"{client}-{api}" + (f"-{release}" if len(releases) > 1 else ""))
+    metafunc.parametrize("client,api,release", params, ids=ids)
+
+
+def asked_for(config, client: str, release: str) -> bool:
+    """Did the run name this release: listed in --conformance-client-version, or `all` over a
+    client with several releases (falling back to another binary would run one release twice)?"""
+    spec = cases.release_option(config)
+    if spec == "all":
+        return len(selected_releases(config, client)) > 1
+    return release in {v.strip() for v in spec.split(",")}
+
+
+def _binary(config, client: str, release: str | None):
+    """The CLI to run; fail when a release the run named has no binary, else skip as before."""
+    if release is None:
+        try:
+            return find_binary(client)
+        except ClientNotFound as exc:
+            pytest.skip(str(exc))
+    try:
+        return find_release_binary(client, release)
+    except ClientNotFound as exc:
+        if asked_for(config, client, release):
+            pytest.fail(f"--conformance-client-version selects {client} {release}: {exc}", pytrace=False)
+        try:
+            return find_binary(client)  # the default selection: the CLI found as before
+        except ClientNotFound:
+            pytest.skip(str(exc))
+
+
 @pytest.mark.parametrize("scenario_id", SCENARIOS)
-@pytest.mark.parametrize("client,api", CLIENT_WIRES, ids=[f"{c}-{a}" for c, a in CLIENT_WIRES])
-def test_live_client(client, api, scenario_id, conformance_ctx, tmp_path):
+def test_live_client(client, api, release, scenario_id, conformance_ctx, tmp_path):
     ctx = conformance_ctx
     ctx.api, ctx.case = api, scenario_id
     if ctx.session.target_down() is not None:
         ctx.fail_target_down()
     if not ctx.session.serves(api):
         pytest.skip(f"the target does not serve the {api} API that {client} speaks")
-    try:
-        binary = find_binary(client)
-    except ClientNotFound as exc:
-        pytest.skip(str(exc))
+    binary = _binary(ctx.item.config, client, release)
     settings = ctx.settings
     if settings.client not in ("all", client):
         pytest.skip(f"--conformance-client {settings.client}")

@@ -2,14 +2,18 @@
 
 Needs the CLIs: on PATH, or CONFORMANCE_CLAUDE_BIN / CONFORMANCE_OPENCODE_BIN / CONFORMANCE_CODEX_BIN
 (see docs/loop.md):
-    npm install --prefix /opt/clients @anthropic-ai/claude-code@2.1.197 opencode-ai@1.18.33 @openai/codex@0.171.0
+    npm install --prefix /opt/clients @anthropic-ai/claude-code@2.1.332 opencode-ai@1.18.33 @openai/codex@0.171.0
+and, for the per-release run, each Claude Code release the corpus keeps in its own prefix named by
+CONFORMANCE_CLIENTS_DIR_<version> (or CONFORMANCE_CLIENTS_DIR=D with D/claude-code@<version>):
+    npm install --prefix /opt/cc197 @anthropic-ai/claude-code@2.1.197   # CONFORMANCE_CLIENTS_DIR_2_1_197=/opt/cc197
 """
 
 from __future__ import annotations
 
 import pytest
 
-from conformance.clients.live import ClientNotFound, find_binary, run_live
+from conformance.capture.recapture import RELEASES
+from conformance.clients.live import ClientNotFound, find_binary, find_release_binary, run_live
 from conformance.engine.launch import spawn_engine
 from conformance.loop.scenarios import get_scenario
 
@@ -45,6 +49,18 @@ def test_real_client_completes_the_task(engine_cli, client, api, scenario_id, tm
                       workdir=tmp_path, artifacts_dir=tmp_path / "artifacts")
     report.raise_for_failure()
     assert report.exchanges >= 3  # read, write, final answer: a real multi-turn loop
+
+
+@pytest.mark.parametrize("version", RELEASES["claude-code"])
+def test_each_claude_code_release_runs_its_own_binary(engine_cli, version, tmp_path):
+    try:
+        binary = find_release_binary("claude-code", version)
+    except ClientNotFound as exc:
+        pytest.fail(str(exc), pytrace=False)
+    report = run_live("claude-code", get_scenario("write-file"), engine_cli, binary=binary, deadline=PASS_DEADLINE,
+                      workdir=tmp_path)
+    report.raise_for_failure()
+    assert report.version == version and report.exchanges >= 3
 
 
 # message-start-incomplete lives on the Anthropic wire: opencode speaks it with @ai-sdk/anthropic.
