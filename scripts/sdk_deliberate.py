@@ -10,7 +10,6 @@ the summary table counts it so (a difference that went away shows up as a change
 from __future__ import annotations
 
 import pytest
-
 from sdk_api_tests import deliberate_reason
 
 
