@@ -263,20 +263,27 @@ async def send(
             caps = ByteCaps(limits, event_stream="text/event-stream" in ex.response_headers.get("content-type", ""))
             # Asked for a content coding (the client's own accept-encoding): record decoded bytes.
             decode = headers.get("accept-encoding", headers.get("Accept-Encoding", "identity")) != "identity"
-            async for chunk in (resp.aiter_bytes() if decode else resp.aiter_raw()):
-                now = time.monotonic() - start
-                if ex.first_byte_at is None:
-                    ex.first_byte_at = now
-                chunk = bytes(chunk)
-                over = caps.feed(chunk)
+            # The loop runs once per chunk (thousands per stream): local names, and the caps and
+            # the content watch do their searching only when a chunk can matter (their docs).
+            chunks, clock, feed_caps = ex.chunks, time.monotonic, caps.feed
+            feed_watch = watch.feed
+            try:
+                async for chunk in (resp.aiter_bytes() if decode else resp.aiter_raw()):
+                    now = clock() - start
+                    if ex.first_byte_at is None:
+                        ex.first_byte_at = now
+                    chunk = bytes(chunk)
+                    over = feed_caps(chunk)
+                    if over is not None:
+                        ex.error_kind, ex.error = over
+                        return  # leaving the stream closes the connection: nothing more is read
+                    chunks.append((now, chunk))
+                    if feed_watch is not None and feed_watch(chunk):
+                        ex.first_content_at = now
+                        watch.close()
+                        feed_watch = None
+            finally:
                 ex.bytes_read = caps.total
-                if over is not None:
-                    ex.error_kind, ex.error = over
-                    return  # leaving the stream closes the connection: nothing more is read
-                ex.chunks.append((now, chunk))
-                if ex.first_content_at is None and watch.feed(chunk):
-                    ex.first_content_at = now
-                    watch.close()
 
     async def watch_first_content(task: asyncio.Task) -> None:
         await asyncio.sleep(deadlines.first_content)
