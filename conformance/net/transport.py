@@ -108,17 +108,19 @@ class ByteCaps:
         self._room = 0
 
     def feed(self, chunk: bytes) -> tuple[str, str] | None:
+        n = len(chunk)
+        self.total += n
+        if self.event_stream:
+            self._unscanned.append(chunk)
+            self._unscanned_bytes += n
+            if self._unscanned_bytes <= self._room and self.total <= self.limits.response_bytes:
+                return None  # the common case: far from every cap
         lim = self.limits
-        self.total += len(chunk)
         if self.total > lim.response_bytes:
             return ("limit_response_size",
                     f"the response passed the maximum response size of {lim.response_bytes} bytes "
                     f"({self.total} bytes read); the rest was not read")
         if not self.event_stream:
-            return None
-        self._unscanned.append(chunk)
-        self._unscanned_bytes += len(chunk)
-        if self._unscanned_bytes <= self._room:
             return None
         self._scan()
         if self.since_line_end > lim.line_bytes:
@@ -231,8 +233,7 @@ class RawExchange:
         # asyncio task holding this as its result is repr'd when `asyncio.run` restores the SIGINT
         # handler) cost milliseconds and fill assertion messages with bytes.
         outcome = self.error_kind or self.status
-        return (f"RawExchange({self.method} {self.url} -> {outcome}, {len(self.chunks)} chunks, "
-                f"{sum(len(c) for _, c in self.chunks)} bytes, {self.elapsed:.3f}s)")
+        return f"RawExchange({self.method} {self.url} -> {outcome}, {len(self.chunks)} chunks, {self.elapsed:.3f}s)"
 
 
 
@@ -253,7 +254,10 @@ async def send(
     start = time.monotonic()
     own_client = client is None
     if client is None:
-        client = httpx.AsyncClient(timeout=httpx.Timeout(deadlines.total, connect=deadlines.connect))
+        from conformance.net.backend import use_socket_backend
+
+        client = use_socket_backend(httpx.AsyncClient(timeout=httpx.Timeout(deadlines.total, connect=deadlines.connect)),
+                                    url)
     watch = ContentWatch(first_content)
 
     async def run() -> None:
