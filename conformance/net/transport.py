@@ -272,7 +272,9 @@ async def send(
             chunks, clock, feed_caps = ex.chunks, time.monotonic, caps.feed
             feed_watch = watch.feed
             try:
-                async for chunk in (resp.aiter_bytes() if decode else resp.aiter_raw()):
+                # raw: the response's byte stream itself (what aiter_raw re-yields through one more
+                # generator and a re-chunker that, without a chunk size, passes chunks as they are)
+                async for chunk in (resp.aiter_bytes() if decode else resp.stream):
                     now = clock() - start
                     if ex.first_byte_at is None:
                         ex.first_byte_at = now
