@@ -2,12 +2,14 @@
 
 Rules:
 - `conformance.locust.users` holds the Locust `User` classes; `locustfile.py` beside it is what
-  `locust -f` runs. Each user replays the captured conversations (every model request of every
-  capture, in order, round robin) against the target with Locust's own HTTP client, records the
-  raw response bytes with their arrival times, and hands them to the suite's sans-IO judge
-  (`conformance.checks.exchange.check_exchange`, the same judge every other front end uses).
+  `locust -f` runs. `CaptureReplayUser` replays the captured conversations (every model request
+  of every capture, in order, round robin); `LoopUser` runs the agent-loop scenarios with the
+  suite's loop driver (model output and sandboxed tool results appended each turn). Both send
+  with Locust's own HTTP client, record the raw response bytes with their arrival times, and hand
+  them to the suite's sans-IO judge (`conformance.checks.exchange.check_exchange`, the same judge
+  every other front end uses).
 - A protocol violation is a Locust failure named by its check ids ("anthropic.stream.grammar,
-  ..."), so Locust's failure table counts them per check.
+  ..."), so Locust's failure table counts them per check; a loop run is one `LOOP` entry.
 - Each Locust process writes its own results record (`<report dir>/results/results-locust-<host>-<pid>.jsonl`,
   conformance.core.results); `python -m conformance.locust merge <report dir>` merges every
   worker's record into the usual reports (summary.md) and exits 1 when anything failed.

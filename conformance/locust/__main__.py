@@ -1,6 +1,7 @@
 """`python -m conformance.locust merge REPORT_DIR`: every worker's results record into the usual reports.
 
-Prints the exchange count, the failing check ids with their counts, writes REPORT_DIR/summary.md
+Prints the count of clean captured exchanges and of agent-loop runs, the failing check ids with
+their counts, writes REPORT_DIR/summary.md
 (conformance.report.summary) and exits 1 when any exchange failed, 2 on bad input.
 `python -m conformance.locust locustfile` prints the locustfile's path (for `locust -f`).
 """
@@ -30,12 +31,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no results-*.jsonl under {results_dir}: run locust with --conformance-report-dir {report_dir}",
               file=sys.stderr)
         return 2
+    from conformance.locust.judge import PASS_CHECK
+
     results = read_results(results_dir)
-    exchanges = Counter(r.test_id for r in results if r.outcome == "passed")
+    clean = sum(1 for r in results if r.check_id == PASS_CHECK and r.outcome == "passed")
+    loops = [r for r in results if r.check_id == "loop.completed"]  # one per agent-loop run
     failed = Counter(r.check_id for r in results if r.outcome == "failed")
     summary = write_summary(report_dir, {"source": f"locust, {len(files)} worker record(s)"})
-    print(f"merged {len(files)} worker record(s): {sum(exchanges.values())} clean exchange(s), "
-          f"{sum(failed.values())} failing check(s) in {len({r.test_id for r in results})} case(s); {summary}")
+    print(f"merged {len(files)} worker record(s): {clean} clean exchange(s), {len(loops)} agent-loop run(s) "
+          f"({sum(r.outcome == 'failed' for r in loops)} failed), {sum(failed.values())} failing check(s) "
+          f"in {len({r.case for r in results})} case(s); {summary}")
     for cid, n in failed.most_common():
         print(f"  {cid}: {n}")
     return 1 if failed else 0

@@ -1,10 +1,18 @@
-"""What a Locust user does per exchange, without Locust: the captured workload, the raw
-exchange built from bytes and arrival times, the verdict and its results records.
+"""What a Locust user does, without Locust: the captured workload and the agent-loop workload,
+the raw exchange built from bytes and arrival times, the verdicts and their results records.
 
 Rules:
-- The workload is every model request of every capture under the corpus (`main_exchanges`),
+- The capture workload is every model request of every capture under the corpus (`main_exchanges`),
   in order; the request goes out as the capture has it (byte-exact body, captured headers through
   `conformance.net.client.headers_for`), so the judge sees what `conformance replay` sees.
+- The loop workload is every bundled scenario on every wire whose client runs it (the pairs the
+  suite's test_loop runs, `scenario_runs_on`). `run_loop` runs one with the suite's own driver
+  (`conformance.loop.driver.LoopDriver`: the captured first request, the model's output and the
+  sandboxed tool results appended each turn, every turn judged by `check_exchange`); only the
+  sending is the caller's (`send(api, path, headers, body, stream) -> RawExchange`: Locust's client in a
+  worker, httpx in the single-process comparison). Its records are the driver's
+  (`LoopReport.results`) with the case `<scenario>[<api>]`, so one scenario on two wires stays two
+  cases in a merged report.
 - `judge(...)` is sans-IO: status, headers and (arrival time, bytes) chunks in, a verdict and
   results records out. A clean exchange is one `passed` record of
   `load.concurrency_acceptance`; each failing check id is one `failed` record (its first
@@ -15,6 +23,7 @@ Rules:
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,20 +66,29 @@ def workload(captures: Path | None = None, api_key: str | None = None) -> list[W
 def raw_exchange(url: str, work: Work, status: int | None, headers: dict[str, str],
                  chunks: list[tuple[float, bytes]], elapsed: float, error: str | None = None) -> RawExchange:
     """The transport's record of an exchange, from what the Locust client saw."""
+    return exchange_record(url, work.api, work.headers, work.body, bool(work.request.get("stream")), status,
+                           headers, chunks, elapsed, error)
+
+
+def exchange_record(url: str, api: str, sent_headers: dict[str, str], body: bytes, stream: bool,
+                    status: int | None, headers: dict[str, str], chunks: list[tuple[float, bytes]],
+                    elapsed: float, error: str | None = None) -> RawExchange:
+    """A RawExchange from a request and what came back: first byte and first content are found
+    the way the transport finds them (`ContentWatch` over the wire's content predicate)."""
+    from conformance.net.transport import ContentWatch
     from conformance.wire.dialect import DIALECTS
 
-    raw = RawExchange("POST", url, dict(work.headers), work.body, status=status,
+    raw = RawExchange("POST", url, dict(sent_headers), body, status=status,
                       response_headers={k.lower(): v for k, v in headers.items()}, chunks=list(chunks),
-                      elapsed=elapsed)
+                      elapsed=elapsed, bytes_read=sum(len(c) for _, c in chunks))
     if error is not None:
         raw.error_kind, raw.error = "read", error
     if chunks:
         raw.first_byte_at = chunks[0][0]
-        dialect = DIALECTS.get(work.api)
-        seen = b""
+        dialect = DIALECTS.get(api)
+        watch = ContentWatch(dialect.content_started if dialect is not None and stream else None)
         for t, data in chunks:
-            seen += data
-            if dialect is None or not work.request.get("stream") or dialect.content_started(seen):
+            if watch.feed(data):
                 raw.first_content_at = t
                 break
     return raw
@@ -93,3 +111,49 @@ def judge(raw: RawExchange, work: Work, *, target: str = "") -> tuple[list[str],
         records.append(Result(check_id=cid, outcome="failed", message=first.message[:500],
                               violations=[v.to_dict() for v in errors if v.check_id == cid][:5], **base))
     return ids, records
+
+
+# ----------------------------------------------------------------------------- agent loops
+@dataclass(frozen=True)
+class LoopWork:
+    case: str  # <scenario id>[<api>]
+    scenario: Any  # conformance.loop.scenarios.Scenario
+    api: str
+
+
+def loop_workload(scenarios_dir: Path | None = None) -> list[LoopWork]:
+    """Every bundled scenario on every wire whose client runs it (the suite's test_loop cases)."""
+    from conformance.loop.driver import scenario_runs_on
+    from conformance.loop.scenarios import load_scenarios
+    from conformance.loop.tools import CLIENT_FOR_API
+
+    out = [LoopWork(f"{s.id}[{api}]", s, api) for s in load_scenarios(scenarios_dir) for api in CLIENT_FOR_API
+           if scenario_runs_on(s, api)]
+    if not out:
+        raise ValueError(f"no scenario under {scenarios_dir or 'fixtures/scenarios'} runs on any wire")
+    return out
+
+
+def run_loop(work: LoopWork, target: str, send, *, api_key: str | None = None, captures: Path | None = None,
+             workdir: Path | None = None):
+    """Run one scenario with the suite's driver, sending with `send(api, path, headers, body, stream)`.
+    Returns (failing check ids, results records, the LoopReport)."""
+    import dataclasses
+
+    from conformance.loop.driver import LoopDriver
+    from conformance.net.client import headers_for
+
+    driver: LoopDriver | None = None
+
+    def sender(req, body: bytes) -> RawExchange:
+        stream = isinstance(req.body, dict) and bool(req.body.get("stream"))
+        return send(work.api, req.url_path, headers_for(work.api, driver.api_key, req.headers), body, stream)
+
+    driver = LoopDriver(target, work.api, api_key=api_key, captured_root=captures, workdir=workdir, sender=sender)
+    start = time.monotonic()
+    report = driver.run(work.scenario)
+    model = str(driver.template.request.body.get("model", "")) if isinstance(driver.template.request.body, dict) else ""
+    records = [dataclasses.replace(r, case=work.case)
+               for r in report.results(f"locust:loop:{work.case}", model=model,
+                                       duration_s=round(time.monotonic() - start, 3))]
+    return report.check_ids, records, report

@@ -1,3 +1,3 @@
 """`locust -f conformance/locust/locustfile.py --host URL ...`: the conformance Users (see users.py)."""
 
-from conformance.locust.users import CaptureReplayUser  # noqa: F401  (Locust collects the User classes)
+from conformance.locust.users import CaptureReplayUser, LoopUser  # noqa: F401  (Locust collects the User classes)

@@ -1,8 +1,21 @@
-"""Locust User classes: captured conversations replayed with Locust's own client, judged sans-IO.
+"""Locust User classes: captured conversations and agent loops on Locust's own client, judged sans-IO.
+
+- `CaptureReplayUser` replays every captured model request in turn (round robin per process);
+  each response is judged by `check_exchange` and is one Locust request, a failure named by the
+  failing check ids.
+- `LoopUser` runs the agent-loop scenarios in turn (every scenario on every wire whose client runs
+  it, `conformance.locust.judge.loop_workload`) with the suite's loop driver: each turn is sent
+  with Locust's client (a Locust request named `loop <scenario>[<api>]`, counted for its timing;
+  an HTTP status is not a verdict on its own here, the judge's is), and the run as a whole is one
+  Locust entry of type LOOP named `<scenario>[<api>]`, a failure named by the failing check ids
+  (every turn's exchange checks and the loop.* checks).
+- Locust picks users from both classes by weight; name one on the command line to run only it
+  (`locust -f ... LoopUser`).
 
 Options (added to Locust's command line; Locust hands them to every worker):
   --conformance-captures DIR     the corpus (default: the bundled captured/)
-  --conformance-report-dir DIR   where results/ goes (default reports/locust)
+  --conformance-report-dir DIR   where results/ goes (default reports/locust); the loop sandboxes
+                                 of failing runs stay under sandboxes/ there
   --conformance-api-key KEY      the key to send (default $CONFORMANCE_API_KEY)
 """
 
@@ -15,9 +28,10 @@ import time
 from pathlib import Path
 
 from locust import HttpUser, events, task
+from locust.exception import CatchResponseError
 
 from conformance.core.results import ResultsWriter
-from conformance.locust.judge import judge, raw_exchange, workload
+from conformance.locust.judge import exchange_record, judge, loop_workload, raw_exchange, run_loop, workload
 
 
 @events.init_command_line_parser.add_listener
@@ -28,21 +42,53 @@ def _options(parser) -> None:
 
 
 class _Shared:
-    """Per process: the workload, a round-robin position and this process's results writer."""
+    """Per process: the workloads, their round-robin positions and this process's results writer."""
 
-    work = None
-    order = None
+    options = None
+    key = None
+    captures = None
+    report_dir = None
     writer = None
+    _work = None
+    _order = None
+    _loops = None
+    _loop_order = None
 
     @classmethod
     def setup(cls, options) -> None:
-        if cls.work is not None:
+        if cls.options is not None:
             return
-        key = options.conformance_api_key or os.environ.get("CONFORMANCE_API_KEY") or None
-        cls.work = workload(Path(options.conformance_captures) if options.conformance_captures else None, key)
-        cls.order = itertools.cycle(range(len(cls.work)))
+        cls.options = options
+        cls.key = options.conformance_api_key or os.environ.get("CONFORMANCE_API_KEY") or None
+        cls.captures = Path(options.conformance_captures) if options.conformance_captures else None
+        cls.report_dir = Path(options.conformance_report_dir)
         worker = f"locust-{socket.gethostname()}-{os.getpid()}"  # unique across machines too
-        cls.writer = ResultsWriter(Path(options.conformance_report_dir) / "results", worker=worker)
+        cls.writer = ResultsWriter(cls.report_dir / "results", worker=worker)
+
+    @classmethod
+    def next_capture(cls):
+        if cls._work is None:
+            cls._work = workload(cls.captures, cls.key)
+            cls._order = itertools.cycle(range(len(cls._work)))
+        return cls._work[next(cls._order)]
+
+    @classmethod
+    def next_loop(cls):
+        if cls._loops is None:
+            cls._loops = loop_workload()
+            cls._loop_order = itertools.cycle(range(len(cls._loops)))
+        return cls._loops[next(cls._loop_order)]
+
+
+def _read(resp, start: float) -> tuple[list[tuple[float, bytes]], str | None]:
+    """The raw body as it arrives, with arrival times; a broken read is a verdict, not a crash."""
+    chunks: list[tuple[float, bytes]] = []
+    try:
+        for data in resp.raw.stream(65536, decode_content=False):
+            chunks.append((time.monotonic() - start, data))
+    except Exception as exc:  # noqa: BLE001
+        return chunks, f"{type(exc).__name__}: {exc}"
+    return chunks, None
 
 
 class CaptureReplayUser(HttpUser):
@@ -55,17 +101,11 @@ class CaptureReplayUser(HttpUser):
 
     @task
     def replay(self) -> None:
-        work = _Shared.work[next(_Shared.order)]
+        work = _Shared.next_capture()
         start = time.monotonic()
-        chunks: list[tuple[float, bytes]] = []
-        error = None
         with self.client.post(work.path, data=work.body, headers=work.headers, stream=True, catch_response=True,
                               name=work.case) as resp:
-            try:
-                for data in resp.raw.stream(65536, decode_content=False):
-                    chunks.append((time.monotonic() - start, data))
-            except Exception as exc:  # noqa: BLE001 - a broken read is a verdict, not a crash
-                error = f"{type(exc).__name__}: {exc}"
+            chunks, error = _read(resp, start)
             raw = raw_exchange(self.host.rstrip("/") + work.path, work, resp.status_code, dict(resp.headers),
                                chunks, time.monotonic() - start, error)
             failing, records = judge(raw, work, target=self.host)
@@ -74,3 +114,37 @@ class CaptureReplayUser(HttpUser):
                 resp.failure(", ".join(failing))
             else:
                 resp.success()
+
+
+class LoopUser(HttpUser):
+    """Runs the agent-loop scenarios in turn with the suite's driver, every turn on Locust's client."""
+
+    wait_time = staticmethod(lambda: 0)
+
+    def on_start(self) -> None:
+        _Shared.setup(self.environment.parsed_options)
+
+    @task
+    def loop(self) -> None:
+        work = _Shared.next_loop()
+        base = self.host.rstrip("/")
+
+        def send(api: str, path: str, headers: dict[str, str], body: bytes, stream: bool):
+            start = time.monotonic()
+            with self.client.post(path, data=body, headers=headers, stream=True, catch_response=True,
+                                  name=f"loop {work.case}") as resp:
+                chunks, error = _read(resp, start)
+                resp.success()  # the verdict is the loop's entry below, from the judge
+                return exchange_record(base + path, api, headers, body, stream, resp.status_code,
+                                       dict(resp.headers), chunks, time.monotonic() - start, error)
+
+        start = time.monotonic()
+        sandboxes = _Shared.report_dir / "sandboxes"
+        sandboxes.mkdir(parents=True, exist_ok=True)
+        failing, records, report = run_loop(work, self.host, send, api_key=_Shared.key, captures=_Shared.captures,
+                                            workdir=sandboxes)
+        _Shared.writer.write_all(records)
+        self.environment.events.request.fire(
+            request_type="LOOP", name=work.case, response_time=(time.monotonic() - start) * 1000,
+            response_length=sum(t.raw.bytes_read for t in report.turns if t.raw is not None), context={},
+            exception=CatchResponseError(", ".join(failing)) if failing else None)

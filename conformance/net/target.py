@@ -14,7 +14,8 @@ Rules:
 - One TLS context per process (`tls_context()`): creating the default context loads the CA store,
   ~0.2 s, more than a whole exchange with a local engine. Each send builds its own httpx client
   from it, unless the caller shares one (`client=`, e.g. the load probe's pooled client, built by
-  `async_client()`).
+  `async_client()`). A plain-HTTP target's clients read through `conformance.net.backend` (asyncio
+  sockets: the same reads, less per-read cost than httpx's default anyio backend).
 - `send_sync` is `send` from synchronous code; it must not be called from a running event loop.
 """
 
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from conformance.net import transport
+from conformance.net.backend import use_socket_backend
 from conformance.net.client import headers_for, target_url
 from conformance.net.transport import ContentPredicate, Deadlines, Limits, RawExchange
 from conformance.wire.dialect import DIALECTS
@@ -64,7 +66,7 @@ class Target:
         """An httpx client on the shared TLS context, for callers that send many requests on one."""
         deadlines = deadlines or self.deadlines
         timeout = httpx.Timeout(deadlines.total, connect=deadlines.connect)
-        return httpx.AsyncClient(timeout=timeout, verify=tls_context(), **kwargs)
+        return use_socket_backend(httpx.AsyncClient(timeout=timeout, verify=tls_context(), **kwargs), self.base_url)
 
     async def send(
         self,

@@ -88,31 +88,41 @@ def _last_blank_line_end(data: bytes | bytearray, start: int = 0) -> int:
 
 
 class ByteCaps:
-    """Counts bytes as they arrive; `feed` returns (error kind, text) once a cap is passed."""
+    """Counts bytes as they arrive; `feed` returns (error kind, text) once a cap is passed.
+
+    The line and event counts are kept lazily: a chunk costs a few additions until the bytes not
+    yet scanned could, all together, pass a cap; only then are they scanned (joined once) for their
+    last line end and blank line. So a stream of thousands of small writes pays no per-chunk search,
+    and the count at the chunk that passes a cap is exact (the same as scanning every chunk)."""
 
     def __init__(self, limits: Limits, *, event_stream: bool) -> None:
         self.limits = limits
         self.event_stream = event_stream
         self.total = 0
-        self.since_line_end = 0
+        self.since_line_end = 0  # exact up to the last scan
         self.since_blank_line = 0
-        self._last = b""  # the previous chunk's last byte: a blank line can straddle two chunks
+        self._last = b""  # the last scanned byte: a blank line can straddle the scan boundary
+        self._unscanned: list[bytes] = []
+        self._unscanned_bytes = 0
+        # scan once the unscanned bytes could pass the nearer of the two caps
+        self._room = 0
 
     def feed(self, chunk: bytes) -> tuple[str, str] | None:
+        n = len(chunk)
+        self.total += n
+        if self.event_stream:
+            self._unscanned.append(chunk)
+            self._unscanned_bytes += n
+            if self._unscanned_bytes <= self._room and self.total <= self.limits.response_bytes:
+                return None  # the common case: far from every cap
         lim = self.limits
-        self.total += len(chunk)
         if self.total > lim.response_bytes:
             return ("limit_response_size",
                     f"the response passed the maximum response size of {lim.response_bytes} bytes "
                     f"({self.total} bytes read); the rest was not read")
         if not self.event_stream:
             return None
-        line_end = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
-        self.since_line_end = len(chunk) - line_end - 1 if line_end >= 0 else self.since_line_end + len(chunk)
-        joined = self._last + chunk
-        blank = _last_blank_line_end(joined)
-        self.since_blank_line = (len(joined) - blank if blank >= 0 else self.since_blank_line + len(chunk))
-        self._last = chunk[-1:]
+        self._scan()
         if self.since_line_end > lim.line_bytes:
             return ("limit_line_size",
                     f"an event-stream line passed the maximum line size of {lim.line_bytes} bytes "
@@ -124,34 +134,63 @@ class ByteCaps:
                     "the rest was not read")
         return None
 
+    def _scan(self) -> None:
+        """Make the line and event counts exact over the bytes fed since the last scan."""
+        pending = self._unscanned[0] if len(self._unscanned) == 1 else b"".join(self._unscanned)
+        joined = self._last + pending
+        line_end = max(joined.rfind(b"\n"), joined.rfind(b"\r"))
+        self.since_line_end = len(joined) - line_end - 1 if line_end >= 0 else self.since_line_end + len(pending)
+        blank = _last_blank_line_end(joined)
+        self.since_blank_line = len(joined) - blank if blank >= 0 else self.since_blank_line + len(pending)
+        self._last = joined[-1:]
+        self._unscanned, self._unscanned_bytes = [], 0
+        self._room = min(self.limits.line_bytes - self.since_line_end, self.limits.event_bytes - self.since_blank_line)
+
 
 class ContentWatch:
-    """Incremental first-content detection over a bytes predicate (module rules)."""
+    """Incremental first-content detection over a bytes predicate (module rules). The bytes since
+    the last event boundary are kept as the chunks themselves and joined only when a chunk may
+    complete an event (it holds a line end): most chunks of a long event cost one append."""
 
     def __init__(self, predicate: ContentPredicate | None) -> None:
         self.predicate = predicate
-        self.pending = bytearray()  # bytes since the last event boundary the predicate has seen
+        self._parts: list[bytes] = []  # bytes since the last event boundary the predicate has seen
+        self._tail = b""  # their last byte when it is a line end: a blank line can straddle two chunks
         self._head_decided = False
 
     def feed(self, chunk: bytes) -> bool:
         """True once content has started (the caller stops feeding then)."""
         if self.predicate is None:
             return True
-        tail = self.pending[-1:]
-        self.pending.extend(chunk)
+        if self._head_decided and b"\n" not in chunk and b"\r" not in chunk:
+            self._parts.append(chunk)  # a blank line needs a line end in this chunk: no event completed
+            self._tail = b""
+            return False
+        tail = self._tail
+        self._parts.append(chunk)
+        self._tail = chunk[-1:] if chunk[-1:] in (b"\n", b"\r") else b""
         if not self._head_decided:
-            head = self.pending.lstrip()[:1]
+            pending = b"".join(self._parts)
+            self._parts = [pending]
+            head = pending.lstrip()[:1]
             if not head:
                 return False
             self._head_decided = True
             if head in (b"{", b"["):
-                return self.predicate(bytes(self.pending))
+                return self.predicate(pending)
         if _last_blank_line_end(tail + chunk) < 0:
             return False  # no event completed by this chunk: nothing new to ask about
-        cut = _last_blank_line_end(self.pending, max(0, len(self.pending) - len(chunk) - 2))
-        window = bytes(self.pending[:cut])
-        del self.pending[:cut]
-        return self.predicate(window)
+        pending = b"".join(self._parts)
+        cut = _last_blank_line_end(pending, max(0, len(pending) - len(chunk) - 2))
+        rest = pending[cut:]
+        self._parts = [rest] if rest else []
+        if not rest:
+            self._tail = b""
+        return self.predicate(pending[:cut])
+
+    def close(self) -> None:
+        """Content has started: drop what is held (nothing more is fed)."""
+        self._parts = []
 
 
 @dataclass
@@ -189,6 +228,13 @@ class RawExchange:
     def content_type(self) -> str:
         return self.response_headers.get("content-type", "")
 
+    def __repr__(self) -> str:
+        # A summary, not the fields: a stream of thousands of chunks would make every repr (an
+        # asyncio task holding this as its result is repr'd when `asyncio.run` restores the SIGINT
+        # handler) cost milliseconds and fill assertion messages with bytes.
+        outcome = self.error_kind or self.status
+        return f"RawExchange({self.method} {self.url} -> {outcome}, {len(self.chunks)} chunks, {self.elapsed:.3f}s)"
+
 
 
 async def send(
@@ -208,7 +254,10 @@ async def send(
     start = time.monotonic()
     own_client = client is None
     if client is None:
-        client = httpx.AsyncClient(timeout=httpx.Timeout(deadlines.total, connect=deadlines.connect))
+        from conformance.net.backend import use_socket_backend
+
+        client = use_socket_backend(httpx.AsyncClient(timeout=httpx.Timeout(deadlines.total, connect=deadlines.connect)),
+                                    url)
     watch = ContentWatch(first_content)
 
     async def run() -> None:
@@ -218,20 +267,29 @@ async def send(
             caps = ByteCaps(limits, event_stream="text/event-stream" in ex.response_headers.get("content-type", ""))
             # Asked for a content coding (the client's own accept-encoding): record decoded bytes.
             decode = headers.get("accept-encoding", headers.get("Accept-Encoding", "identity")) != "identity"
-            async for chunk in (resp.aiter_bytes() if decode else resp.aiter_raw()):
-                now = time.monotonic() - start
-                if ex.first_byte_at is None:
-                    ex.first_byte_at = now
-                chunk = bytes(chunk)
-                over = caps.feed(chunk)
+            # The loop runs once per chunk (thousands per stream): local names, and the caps and
+            # the content watch do their searching only when a chunk can matter (their docs).
+            chunks, clock, feed_caps = ex.chunks, time.monotonic, caps.feed
+            feed_watch = watch.feed
+            try:
+                # raw: the response's byte stream itself (what aiter_raw re-yields through one more
+                # generator and a re-chunker that, without a chunk size, passes chunks as they are)
+                async for chunk in (resp.aiter_bytes() if decode else resp.stream):
+                    now = clock() - start
+                    if ex.first_byte_at is None:
+                        ex.first_byte_at = now
+                    chunk = bytes(chunk)
+                    over = feed_caps(chunk)
+                    if over is not None:
+                        ex.error_kind, ex.error = over
+                        return  # leaving the stream closes the connection: nothing more is read
+                    chunks.append((now, chunk))
+                    if feed_watch is not None and feed_watch(chunk):
+                        ex.first_content_at = now
+                        watch.close()
+                        feed_watch = None
+            finally:
                 ex.bytes_read = caps.total
-                if over is not None:
-                    ex.error_kind, ex.error = over
-                    return  # leaving the stream closes the connection: nothing more is read
-                ex.chunks.append((now, chunk))
-                if ex.first_content_at is None and watch.feed(chunk):
-                    ex.first_content_at = now
-                    watch.pending.clear()
 
     async def watch_first_content(task: asyncio.Task) -> None:
         await asyncio.sleep(deadlines.first_content)

@@ -378,16 +378,34 @@ Chunks = bytes | bytearray | list | tuple
 
 
 def iter_chunks(chunks: Chunks):
-    """Normalise bytes, a list of bytes or a list of (t, bytes) into (t, bytes) pairs."""
+    """(t, bytes) pieces for a decoder from bytes, a list of bytes or a list of (t, bytes).
+
+    A run of chunks without a line end (CR or LF) goes to the decoder joined to the chunk that
+    ends it, with that chunk's time: a long JSON line written in hundreds of small writes is one
+    feed, not hundreds. The events are those of feeding chunk by chunk, at the same offsets and
+    times: an event completes on a blank line, two line ends in a row, and every line end of a
+    joined piece is in its last chunk, so each event is completed by the chunk it would have been.
+    """
     if isinstance(chunks, bytes | bytearray | memoryview):
         yield None, bytes(chunks)
         return
+    held: list[bytes] = []
+    t = None
     for item in chunks:
         if isinstance(item, tuple):
             t, data = item
-            yield t, bytes(data)
         else:
-            yield None, bytes(item)
+            t, data = None, item
+        if b"\n" not in data and b"\r" not in data:
+            held.append(data)
+            continue
+        if held:
+            held.append(data)
+            data = b"".join(held)
+            held = []
+        yield t, bytes(data)
+    if held:
+        yield t, b"".join(held)
 
 
 def decode(chunks: Chunks, *, require_event_name: bool = False) -> tuple[list[SSEEvent], list[Violation]]:

@@ -193,3 +193,42 @@ def test_the_total_deadline_bounds_judging(monkeypatch):
     cut = check_exchange(raw, request, api="anthropic")
     (v,) = [v for v in cut.violations if v.check_id == "suite.deadline.total"]
     assert "decoding and judging passed the total deadline of 10s" in v.message
+
+
+def test_the_lazy_line_and_event_counts_equal_a_scan_of_every_chunk():
+    """ByteCaps scans only when a cap could be passed; the counts it reports, and the chunk at
+    which it refuses, are those of scanning every chunk (any chunking, any line ending)."""
+    import random
+
+    from conformance.net.transport import ByteCaps, _last_blank_line_end
+
+    def naive(chunks, limits):
+        since_line = since_blank = 0
+        seen = b""
+        for i, chunk in enumerate(chunks):
+            seen += chunk
+            line_end = max(seen.rfind(b"\n"), seen.rfind(b"\r"))
+            since_line = len(seen) - line_end - 1
+            blank = _last_blank_line_end(seen)
+            since_blank = len(seen) - blank if blank >= 0 else len(seen)
+            if since_line > limits.line_bytes:
+                return i, "limit_line_size", since_line
+            if since_blank > limits.event_bytes:
+                return i, "limit_event_size", since_blank
+        return None
+
+    rng = random.Random(11)
+    units = [b"data: x\n", b"\n", b"\r\n", b"\r", b"y" * 40, b"event: e\r\n", b"data: " + b"z" * 90 + b"\n"]
+    for _ in range(300):
+        stream = b"".join(rng.choice(units) for _ in range(rng.randint(5, 80)))
+        cuts = sorted(rng.sample(range(1, len(stream)), min(len(stream) - 1, rng.randint(1, 40))))
+        chunks = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)], strict=True)]
+        limits = Limits(response_bytes=10**6, line_bytes=rng.randint(20, 120), event_bytes=rng.randint(60, 400))
+        caps = ByteCaps(limits, event_stream=True)
+        got = None
+        for i, chunk in enumerate(chunks):
+            over = caps.feed(chunk)
+            if over is not None:
+                got = (i, over[0], caps.since_line_end if over[0] == "limit_line_size" else caps.since_blank_line)
+                break
+        assert got == naive(chunks, limits), (chunks, limits)

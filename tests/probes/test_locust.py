@@ -1,9 +1,10 @@
 """The Locust front end (conformance[locust]): real Locust, real local workers, the reference engine.
 
 - Nothing in the plugin, the CLI or the judge imports locust or gevent (gevent monkey-patches).
-- A master and two local workers (`--processes 2`) replay the captures for a bounded time; every
-  worker writes its results record; `python -m conformance.locust merge` merges them, and the
-  merged verdicts match a single-process run of the same judge over the same requests.
+- A master and two local workers (`--processes 2`) replay the captures and run the agent-loop
+  scenarios (both User classes) for a bounded time; every worker writes its results record;
+  `python -m conformance.locust merge` merges them, and the merged verdicts match a
+  single-process run of the same judge over the same requests and the same scenarios.
 - Against a faulty engine the violation is a Locust failure named by its check id.
 """
 
@@ -57,23 +58,46 @@ def _merge(report_dir: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=60, cwd=ROOT)
 
 
-def _single_process(url: str) -> dict[str, set[str]]:
-    """The same requests, one at a time, through the same judge: case -> failing check ids."""
+def _read(resp, start: float) -> list[tuple[float, bytes]]:
     import time
 
-    from conformance.locust.judge import judge, raw_exchange, workload
+    return [(time.monotonic() - start, data) for data in resp.iter_raw()]
+
+
+def _single_process(url: str, cases: set[str]) -> dict[str, set[str]]:
+    """The same requests and scenarios, one at a time, through the same judge and driver, sent with
+    httpx: case -> failing check ids (only the cases the Locust run reached)."""
+    import time
+
+    from conformance.locust.judge import (
+        exchange_record,
+        judge,
+        loop_workload,
+        raw_exchange,
+        run_loop,
+        workload,
+    )
 
     out = {}
     with httpx.Client(timeout=60) as client:
         for work in workload():
+            if work.case not in cases:
+                continue
             start = time.monotonic()
-            chunks = []
             with client.stream("POST", url + work.path, content=work.body, headers=work.headers) as resp:
-                for data in resp.iter_raw():
-                    chunks.append((time.monotonic() - start, data))
-                raw = raw_exchange(url + work.path, work, resp.status_code, dict(resp.headers), chunks,
+                raw = raw_exchange(url + work.path, work, resp.status_code, dict(resp.headers), _read(resp, start),
                                    time.monotonic() - start)
             out[work.case] = set(judge(raw, work)[0])
+
+        def send(api, path, headers, body, stream):
+            start = time.monotonic()
+            with client.stream("POST", url + path, content=body, headers=headers) as resp:
+                return exchange_record(url + path, api, headers, body, stream, resp.status_code, dict(resp.headers),
+                                       _read(resp, start), time.monotonic() - start)
+
+        for loop in loop_workload():
+            if loop.case in cases:
+                out[loop.case] = set(run_loop(loop, url, send)[0])
     return out
 
 
@@ -89,23 +113,31 @@ def _merged(report_dir: Path) -> dict[str, set[str]]:
 
 
 @pytest.mark.slow
-def test_master_and_two_local_workers_replay_the_captures_and_merge_into_the_usual_reports(tmp_path):
+def test_master_and_two_local_workers_replay_captures_and_loops_and_merge_into_the_usual_reports(tmp_path):
+    from conformance.core.results import read_results
     from conformance.engine.launch import spawn_engine
+    from conformance.locust.judge import loop_workload
 
     with spawn_engine() as engine:
-        proc = _locust(engine.url, tmp_path)
+        proc = _locust(engine.url, tmp_path, seconds=10)
         assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-2000:])
-        single = _single_process(engine.url)
+        verdicts = _merged(tmp_path)
+        single = _single_process(engine.url, set(verdicts))
     records = sorted((tmp_path / "results").glob("results-locust-*.jsonl"))
     assert len(records) == 2, "each local worker writes its own results record"
     merged = _merge(tmp_path)
     assert merged.returncode == 0, merged.stdout + merged.stderr
     assert "merged 2 worker record(s)" in merged.stdout
     assert (tmp_path / "summary.md").is_file()
-    verdicts = _merged(tmp_path)
-    assert len(verdicts) >= 10, "a bounded run still covers many captured requests"
+    loop_cases = {w.case for w in loop_workload()}
+    ran_loops = [r for r in read_results(tmp_path / "results") if r.check_id == "loop.completed"]
+    assert len({c for c in verdicts if c not in loop_cases}) >= 10, "a bounded run still covers many captured requests"
+    assert len({r.case for r in ran_loops}) >= 3, "a bounded run still completes several agent-loop scenarios"
+    assert all(r.details.get("turns", 0) >= 2 for r in ran_loops), "each loop ran turns: tool results went back"
+    assert f"{len(ran_loops)} agent-loop run(s) (0 failed)" in merged.stdout
+    assert "LOOP" in proc.stdout + proc.stderr, "each loop run is a Locust entry of its own"
     assert all(not ids for ids in verdicts.values()), verdicts
-    assert {case: single[case] for case in verdicts} == verdicts, "the merged report matches a single-process run"
+    assert single == verdicts, "the merged report matches a single-process run"
 
 
 @pytest.mark.slow

@@ -193,3 +193,27 @@ def test_decoding_a_growing_buffer_again_and_again_gives_fresh_answers(data):
             assert sse.decode(body[:cut], require_event_name=named) == decode([body[:cut]], require_event_name=named)
     finally:
         sse.RESUME_FROM = old
+
+
+def test_chunks_without_a_line_end_fed_joined_give_the_same_events_offsets_and_times():
+    """iter_chunks joins a run of line-end-free chunks to the chunk that ends it: the events, their
+    offsets and the arrival times (of the chunk that completed each) equal a chunk-by-chunk feed."""
+    import random
+
+    from conformance.wire.sse import SSEDecoder, iter_chunks
+
+    rng = random.Random(7)
+    stream = (b'event: a\ndata: {"x": 1}\n\n' b"event: b\r\ndata: " + b"y" * 300 + b"\r\n\r\n"
+              b": comment\rdata: z\r\r" b"data: tail-without-end")
+    for _ in range(200):
+        cuts = sorted(rng.sample(range(1, len(stream)), rng.randint(1, 60)))
+        pieces = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)], strict=True)]
+        timed = [(i * 0.01, p) for i, p in enumerate(pieces)]
+        one_by_one = SSEDecoder()
+        expected = [ev for t, p in timed for ev in one_by_one.feed(p, t)] + one_by_one.close()
+        joined = SSEDecoder()
+        fed = list(iter_chunks(timed))
+        got = [ev for t, p in fed for ev in joined.feed(p, t)] + joined.close()
+        assert got == expected
+        assert [v.to_dict() for v in joined.violations] == [v.to_dict() for v in one_by_one.violations]
+        assert len(fed) < len(pieces) or all(b"\n" in p or b"\r" in p for p in pieces[:-1])
