@@ -32,6 +32,10 @@ EXPECTED = {
     "hang-with-pings": ("load", "load.concurrency_acceptance"),
 }
 SPAWN = {"crash-under-concurrency", "hang", "hang-with-pings"}  # the process must exit / be killed
+# The crash needs requests that overlap: unpaced, the engine can finish each request before the
+# probe's next one arrives (measured in CI: 4 sent at concurrency 4, never more than 3 in flight),
+# so that cell's engine is paced like a real one (prefill and decode take time).
+PACED = {"crash-under-concurrency": ("--prefill-rate", "20000", "--decode-rate", "200")}
 
 
 async def _load(t):
@@ -67,7 +71,8 @@ def _cell(fault, probe):
         else Deadlines(connect=3, first_content=20, total=30)
     max_context = 131072 if probe == "load" else 4096
     if fault in SPAWN:
-        ep = spawn_engine(*[a for f in faults for a in ("--fault", f)], "--max-context", str(max_context))
+        ep = spawn_engine(*[a for f in faults for a in ("--fault", f)], "--max-context", str(max_context),
+                          *PACED.get(fault, ()))
         try:
             return run_sync(PROBES[probe](Target(ep.url, process=ep, deadlines=dl)))
         finally:
