@@ -126,6 +126,18 @@ def _corpus_files(root: Path | str | None) -> tuple[Path | None, list[Path]]:
     return root_path, (list(iter_capture_files(root_path)) if root_path.exists() else [])
 
 
+def _client_captures(client: str, files: list[Path]):
+    """(file, capture) for each readable capture of `client` among `files`, loaded one at a time
+    (a file that is not a capture is skipped)."""
+    for f in files:
+        try:
+            cap = load_capture(f)
+        except CaptureFormatError:
+            continue
+        if cap.client == client:
+            yield f, cap
+
+
 def find_template(api: str, root: Path | str | None = None, *, fallback: bool = True,
                   namespace: str | None = None) -> Template:
     """The real client's first tool-bearing request for `api` from the capture corpus.
@@ -139,13 +151,7 @@ def find_template(api: str, root: Path | str | None = None, *, fallback: bool = 
     client = CLIENT_FOR_API[api]
     candidates = []
     root_path, files = _corpus_files(root)
-    for f in files:
-        try:
-            cap = load_capture(f)
-        except CaptureFormatError:
-            continue
-        if cap.client != client:
-            continue
+    for f, cap in _client_captures(client, files):
         req = _first_loop_request(cap, api)
         if req is not None:
             offered = set(offered_tool_names(api, req.body))
@@ -175,23 +181,21 @@ def find_stored_history(api: str, root: Path | str | None = None) -> tuple[list[
     client = CLIENT_FOR_API[api]
     talk = conversation(api)
     root_path, files = _corpus_files(root)
-    best: tuple[int, list[dict], str] | None = None
-    for f in [*files, TEMPLATES_DIR / f"{client}.json"]:
-        if best is not None and f.parent == TEMPLATES_DIR:
-            break  # the corpus had one: the bundled recording is only a fallback
-        try:
-            cap = load_capture(f)
-        except CaptureFormatError:
-            continue
-        if cap.client != client:
-            continue
-        for n, ex in enumerate(cap.main_exchanges(), 1):
-            body = ex.request.body
-            history = talk.stored_history(body) if isinstance(body, dict) and ex.request.api == api else None
-            if history:
-                weight = sum(1 for i in history if i.get("type") == "reasoning" and i.get("encrypted_content"))
-                if best is None or weight > best[0]:
-                    best = (weight, history, f"{cap.id}#{n} ({f})")
+
+    def heaviest(paths: list[Path]) -> tuple[int, list[dict], str] | None:
+        best: tuple[int, list[dict], str] | None = None
+        for f, cap in _client_captures(client, paths):
+            for n, ex in enumerate(cap.main_exchanges(), 1):
+                body = ex.request.body
+                history = talk.stored_history(body) if isinstance(body, dict) and ex.request.api == api else None
+                if history:
+                    weight = sum(1 for i in history if i.get("type") == "reasoning" and i.get("encrypted_content"))
+                    if best is None or weight > best[0]:
+                        best = (weight, history, f"{cap.id}#{n} ({f})")
+        return best
+
+    # the bundled recording is only a fallback, read when the corpus has no stored session
+    best = heaviest(files) or heaviest([TEMPLATES_DIR / f"{client}.json"])
     if best is None:  # pragma: no cover - bundled data is tested
         raise TemplateError(f"no stored {client} session with reasoning items under {root_path} or {TEMPLATES_DIR}")
     return best[1], best[2]
