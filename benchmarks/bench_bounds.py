@@ -83,7 +83,7 @@ def case(name: str, url: str) -> dict:
     """One case in this (child) process: seconds, peak RSS in MiB, bytes read, error kind."""
     from conformance.checks.exchange import check_exchange
     from conformance.net.transport import Deadlines, send_sync
-    from conformance.wire.dialect import ANTHROPIC
+    from conformance.wire import ANTHROPIC
 
     t0 = time.perf_counter()
     path = {"normal": "v1/messages", "judge": "event"}.get(name, name)
@@ -102,7 +102,7 @@ def case(name: str, url: str) -> dict:
 
 def detection() -> tuple[float, float]:
     from conformance.net.transport import ContentWatch
-    from conformance.wire.dialect import ANTHROPIC
+    from conformance.wire import ANTHROPIC
 
     chunks = [b"event: content_block_delta\n"] + [(b"data: " + b"x" * 1016 + b"\n") * 64] * 64  # 4 MiB
     received = bytearray()

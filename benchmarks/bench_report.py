@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args(argv)
 
-    from conformance.checks.catalog import load_all
+    from conformance.core.registry import registered as load_all
     from conformance.core.results import ResultsWriter, read_results
     from conformance.report import html, summary
 

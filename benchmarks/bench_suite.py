@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def corpus(arg: str | None) -> Path:
     if arg:
         return Path(arg)
-    from conformance.capture.format import load_captures
+    from conformance.capture.corpus import load_captures
     from conformance.core.paths import captured_dir
 
     try:
@@ -51,7 +51,7 @@ def corpus(arg: str | None) -> Path:
 
 
 def requests_of(root: Path):
-    from conformance.capture.format import load_captures
+    from conformance.capture.corpus import load_captures
 
     for cap in load_captures(root):
         for ex in cap.main_exchanges():

@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from conformance.wire import anthropic as judge  # noqa: E402
+from conformance.wire.anthropic import grammar as judge  # noqa: E402
 from conformance.wire.sse import decode  # noqa: E402
 
 
@@ -167,7 +167,7 @@ def build_chat_stream(n_events: int) -> bytes:
 
 
 def run_chat(chunks):
-    from conformance.wire import openai as chat_judge
+    from conformance.wire.chat import grammar as chat_judge
 
     report = chat_judge.check_stream(chunks, request={"stream_options": {"include_usage": True}})
     assert report.ok and report.complete, report.violations[:3]
@@ -391,7 +391,7 @@ def build_responses_stream(n_events: int) -> bytes:
 
 
 def run_responses(chunks):
-    from conformance.wire import responses
+    from conformance.wire.responses import grammar as responses
 
     report = responses.check_stream(chunks)
     assert report.ok and report.complete, report.violations[:3]
@@ -405,7 +405,7 @@ def run_sdk_responses(client):
 
 def responses_case(args, ratios: dict[str, str]) -> None:
     try:
-        from conformance.wire import responses  # noqa: F401
+        from conformance.wire.responses import grammar as responses  # noqa: F401
     except ImportError:
         print("responses: no Responses judge in this tree (conformance.wire.responses); skipped")
         ratios["responses_vs_sdk"] = ratios["responses_vs_floor"] = "n/a"

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.checks.catalog import load_all
 from conformance.core.paths import fixtures_dir
+from conformance.core.registry import registered as load_all
 
 ROOT = Path(__file__).resolve().parents[1]
 FAULTS_MD = ROOT.parent / "shared" / "design" / "FAULTS.md"

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conformance.capture.format import Capture, Exchange, load_captures
+from conformance.capture.corpus import load_captures
+from conformance.capture.format import Capture, Exchange
 
 # Request headers compared by name only: their values change per run or are redacted.
 _VOLATILE_HEADERS = frozenset({"content-length", "host", "date", "connection", "x-stainless-retry-count",

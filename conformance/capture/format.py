@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from conformance.core.jsonfile import read_json
-from conformance.wire.dialect import api_for_path
+from conformance.wire.dialect import dialect_for_path
 
 FORMAT = "conformance.capture"
 VERSION = 1
@@ -80,9 +79,10 @@ class CapturedRequest:
 
     @property
     def api(self) -> str:
-        """anthropic | openai | responses | other: the wire of the path (`api_for_path`). Derived,
-        never stored, so a capture recorded before a wire was known loads with it."""
-        return api_for_path(self.path) or "other"
+        """anthropic | openai | responses | other: the name of the path's wire (`dialect_for_path`).
+        Derived, never stored, so a capture recorded before a wire was known loads with it."""
+        wire = dialect_for_path(self.path)
+        return wire.name if wire is not None else "other"
 
 
 @dataclass
@@ -224,28 +224,3 @@ def save_capture(capture: Capture, path: Path | str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(capture_to_json(capture), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     return path
-
-
-def iter_capture_files(root: Path | str) -> Iterator[Path]:
-    """Every capture file under `root` (a file is yielded as itself), sorted; skips manifest.json."""
-    root = Path(root)
-    if root.is_file():
-        yield root
-        return
-    for p in sorted(root.rglob("*.json")):
-        if p.name != "manifest.json":
-            yield p
-
-
-def is_capture_file(path: Path | str) -> bool:
-    """Whether `path` holds a capture (its `format`), not some other JSON that sits beside the
-    captures (a client's own state in a scratch HOME under the output folder, say)."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return True  # unreadable: let load_capture say what is wrong with it
-    return isinstance(data, dict) and data.get("format") == FORMAT
-
-
-def load_captures(root: Path | str) -> list[Capture]:
-    return [load_capture(p) for p in iter_capture_files(root)]

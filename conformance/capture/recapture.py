@@ -301,7 +301,7 @@ def capture_case(case: Case, info: dict[str, str], recorder: CaptureRecorder, pr
 
 def write_manifest(out: Path, extra: dict[str, Any] | None = None) -> Path:
     """captured/manifest.json: one entry per capture file under `out`."""
-    from conformance.capture.format import is_capture_file, iter_capture_files
+    from conformance.capture.corpus import is_capture_file, iter_capture_files
 
     entries = []
     clients: dict[str, dict[str, Any]] = {}

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 from conformance.capture.format import Capture, Exchange
 from conformance.checks import client_wire as rules
-from conformance.checks.outcome import CheckOutcome
 from conformance.core.registry import violation
+from conformance.core.verdict import Verdict
 
 
 @dataclass
@@ -72,16 +72,16 @@ def _what_failed(ex: Exchange) -> str:
     return f"HTTP {resp.status}, content-type {ctype}, first bytes {head!r}"
 
 
-def fallback_outcome(capture: Capture) -> CheckOutcome:
+def fallback_outcome(capture: Capture) -> Verdict:
     """client_wire.stream.no_nonstream_fallback over one live run's recorded exchanges."""
     turns = client_turns(capture)
     fallen = [(k, t) for k, t in enumerate(turns, 1) if t.fell_back]
     if not fallen:
-        return CheckOutcome(rules.NO_NONSTREAM_FALLBACK, "passed",
+        return Verdict(rules.NO_NONSTREAM_FALLBACK, "passed",
                             note=f"{len(turns)} client turn(s), one upstream request each")
     found = tuple(violation(
         rules.NO_NONSTREAM_FALLBACK,
         f"turn {k}: the client resent the same request with stream: false ({len(t.requests)} upstream requests "
         f"for one turn) after the stream answer it could not use: {_what_failed(t.requests[0])}",
         expected="one streamed request per turn", seen=f"{len(t.requests)} requests", turn=k) for k, t in fallen)
-    return CheckOutcome(rules.NO_NONSTREAM_FALLBACK, "failed", found)
+    return Verdict(rules.NO_NONSTREAM_FALLBACK, "failed", found)

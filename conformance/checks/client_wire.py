@@ -46,8 +46,8 @@ import re
 from dataclasses import dataclass, field
 
 from conformance.checks.exchange import error_text
-from conformance.checks.outcome import CheckOutcome
 from conformance.core.registry import register, violation
+from conformance.core.verdict import Verdict
 from conformance.net.transport import RawExchange
 
 DEFERRED_NOT_CALLABLE = register(
@@ -176,41 +176,41 @@ def _answer(raw: RawExchange) -> str:
     return f"HTTP {raw.status}: {error_text(raw.body())[:300]}"
 
 
-def accepted(check_id: str, raw: RawExchange, shape: str) -> CheckOutcome:
+def accepted(check_id: str, raw: RawExchange, shape: str) -> Verdict:
     """A shape a released client sends must get a 2xx."""
     if raw.ok:
-        return CheckOutcome(check_id, "passed", note=f"{shape}: accepted (HTTP {raw.status})")
-    return CheckOutcome.of(violation(check_id, f"the target refused {shape}: {_answer(raw)}",
+        return Verdict(check_id, "passed", note=f"{shape}: accepted (HTTP {raw.status})")
+    return Verdict.of(violation(check_id, f"the target refused {shape}: {_answer(raw)}",
                                      expected="a 2xx answer", seen=_answer(raw)))
 
 
-def deferred_not_called(calls: list, deferred: set[str]) -> CheckOutcome:
+def deferred_not_called(calls: list, deferred: set[str]) -> Verdict:
     """No call names a tool that is still deferred."""
     bad = [c.name for c in calls if c.name in deferred]
     if not bad:
-        return CheckOutcome(DEFERRED_NOT_CALLABLE, "passed",
+        return Verdict(DEFERRED_NOT_CALLABLE, "passed",
                             note=f"calls: {', '.join(c.name for c in calls) or 'none'}; deferred: {', '.join(sorted(deferred))}")
-    return CheckOutcome.of(violation(
+    return Verdict.of(violation(
         DEFERRED_NOT_CALLABLE, f"the model called {bad[0]!r}, a defer_loading tool no tool_reference had loaded: "
         "the stack offered it as callable", expected=f"no call of {sorted(deferred)}", seen=bad))
 
 
-def reference_expanded(raw: RawExchange, calls: list, tool: str) -> CheckOutcome:
+def reference_expanded(raw: RawExchange, calls: list, tool: str) -> Verdict:
     """After a tool_reference to `tool`, a choice forcing `tool` gets a call of it, or a clear refusal."""
     if raw.status is not None and 400 <= raw.status < 500:
         text = error_text(raw.body())
         if "tool_reference" in text or tool in text:
-            return CheckOutcome(TOOL_REFERENCE_EXPANDED, "passed", note=f"refused clearly: HTTP {raw.status}: {text[:200]}")
-        return CheckOutcome.of(violation(
+            return Verdict(TOOL_REFERENCE_EXPANDED, "passed", note=f"refused clearly: HTTP {raw.status}: {text[:200]}")
+        return Verdict.of(violation(
             TOOL_REFERENCE_EXPANDED, f"refused without naming tool_reference or {tool!r}: {_answer(raw)}",
             expected=f"a call of {tool!r}, or a 4xx naming tool_reference", seen=_answer(raw)))
     if not raw.ok:
-        return CheckOutcome.of(violation(TOOL_REFERENCE_EXPANDED, f"no usable answer: {_answer(raw)}",
+        return Verdict.of(violation(TOOL_REFERENCE_EXPANDED, f"no usable answer: {_answer(raw)}",
                                          expected=f"a call of {tool!r}", seen=_answer(raw)))
     names = [c.name for c in calls]
     if tool in names:
-        return CheckOutcome(TOOL_REFERENCE_EXPANDED, "passed", note=f"{tool} loaded by its tool_reference and called")
-    return CheckOutcome.of(violation(
+        return Verdict(TOOL_REFERENCE_EXPANDED, "passed", note=f"{tool} loaded by its tool_reference and called")
+    return Verdict.of(violation(
         TOOL_REFERENCE_EXPANDED, f"the tool_reference to {tool!r} was dropped: forced to call it, the answer called "
         f"{names or 'nothing'} (HTTP {raw.status}, no error)", expected=f"a call of {tool!r}", seen=names))
 
@@ -256,11 +256,11 @@ def silent_truncation(max_tokens: int, figures: AnswerFigures) -> str | None:
             "from a finished answer")
 
 
-def max_tokens_outcome(raw: RawExchange, max_tokens: int, figures: AnswerFigures | None = None) -> CheckOutcome:
+def max_tokens_outcome(raw: RawExchange, max_tokens: int, figures: AnswerFigures | None = None) -> Verdict:
     if raw.ok:
         why = silent_truncation(max_tokens, figures) if figures is not None else None
         if why is not None:
-            return CheckOutcome.of(violation(
+            return Verdict.of(violation(
                 MAX_TOKENS_OVER_CONTEXT, f"max_tokens {max_tokens} was accepted and the answer silently truncated: {why}",
                 expected="a budget stop reason (max_tokens / length) when the clamped output hits the context",
                 seen=f"stop {figures.stop_reason!r}, {figures.output_tokens} output tokens"))
@@ -269,50 +269,50 @@ def max_tokens_outcome(raw: RawExchange, max_tokens: int, figures: AnswerFigures
         else:
             judged = (f"not cut silently (room {figures.room} tokens, output {figures.output_tokens}, "
                       f"stop {figures.stop_reason!r})")
-        return CheckOutcome(MAX_TOKENS_OVER_CONTEXT, "passed",
+        return Verdict(MAX_TOKENS_OVER_CONTEXT, "passed",
                             note=f"max_tokens {max_tokens}: answered (clamped or fits); {judged}")
     if raw.status is not None and 400 <= raw.status < 500:
         text = error_text(raw.body())
         if _LIMIT_WORDS.search(text):
-            return CheckOutcome(MAX_TOKENS_OVER_CONTEXT, "passed", note=f"refused naming the limit: {text[:200]}")
-        return CheckOutcome.of(violation(
+            return Verdict(MAX_TOKENS_OVER_CONTEXT, "passed", note=f"refused naming the limit: {text[:200]}")
+        return Verdict.of(violation(
             MAX_TOKENS_OVER_CONTEXT, f"max_tokens {max_tokens} refused without naming the limit: {_answer(raw)}",
             expected="a 2xx (clamped) or a 4xx naming max_tokens / the context limit", seen=_answer(raw)))
-    return CheckOutcome.of(violation(
+    return Verdict.of(violation(
         MAX_TOKENS_OVER_CONTEXT, f"max_tokens {max_tokens} (as the client sends it): {_answer(raw)}",
         expected="a 2xx (clamped) or a 4xx naming the limit, never a 5xx or a hang", seen=_answer(raw)))
 
 
-def fallback_outcome(raw: RawExchange) -> CheckOutcome:
+def fallback_outcome(raw: RawExchange) -> Verdict:
     if raw.ok:
-        return CheckOutcome(FALLBACK_WORDING, "passed", note="the system entry was accepted: no fallback needed")
+        return Verdict(FALLBACK_WORDING, "passed", note="the system entry was accepted: no fallback needed")
     text = error_text(raw.body()) if raw.status is not None else ""
     if fallback_recognised(raw.status, text):
-        return CheckOutcome(FALLBACK_WORDING, "passed", note=f"refused in words the client's fallback recognises: {text[:200]}")
-    return CheckOutcome.of(violation(
+        return Verdict(FALLBACK_WORDING, "passed", note=f"refused in words the client's fallback recognises: {text[:200]}")
+    return Verdict.of(violation(
         FALLBACK_WORDING, f"the {{role: system}} entry was refused in words the client's fallback does not recognise, "
         f"so Claude Code shows the error instead of retrying without it: {_answer(raw)}",
         expected="accepted, or a 400 such as \"messages.N.role: Input should be 'user' or 'assistant'\"",
         seen=_answer(raw)))
 
 
-def parallel_outcome(calls: list, wanted: int) -> CheckOutcome:
+def parallel_outcome(calls: list, wanted: int) -> Verdict:
     if len(calls) >= wanted:
-        return CheckOutcome(PARALLEL_CALLS, "passed", note=f"{len(calls)} calls in one turn")
-    return CheckOutcome.of(violation(
+        return Verdict(PARALLEL_CALLS, "passed", note=f"{len(calls)} calls in one turn")
+    return Verdict.of(violation(
         PARALLEL_CALLS, f"{len(calls)} of the {wanted} tool calls asked for in one turn arrived "
         f"({', '.join(c.name for c in calls) or 'none'})", expected=f">= {wanted} tool calls", seen=len(calls)))
 
 
-def forced_outcome(raw: RawExchange, calls: list, tool: str, callable_names: frozenset[str] = frozenset()) -> CheckOutcome:
+def forced_outcome(raw: RawExchange, calls: list, tool: str, callable_names: frozenset[str] = frozenset()) -> Verdict:
     """`tool` forced alone; a call of it (or, for a namespace, of any tool inside it) answers."""
     names = callable_names or frozenset({tool})
     if not raw.ok:
-        return CheckOutcome.of(violation(SCHEMA_FORCED, f"forcing {tool!r}: {_answer(raw)}",
+        return Verdict.of(violation(SCHEMA_FORCED, f"forcing {tool!r}: {_answer(raw)}",
                                          expected=f"a call of {tool!r}", seen=_answer(raw)))
     if any(c.name in names for c in calls):
-        return CheckOutcome(SCHEMA_FORCED, "passed", note=f"{tool}: called")
-    return CheckOutcome.of(violation(SCHEMA_FORCED, f"forcing {tool!r} got {[c.name for c in calls] or 'no call'}",
+        return Verdict(SCHEMA_FORCED, "passed", note=f"{tool}: called")
+    return Verdict.of(violation(SCHEMA_FORCED, f"forcing {tool!r} got {[c.name for c in calls] or 'no call'}",
                                      expected=f"a call of {tool!r}", seen=[c.name for c in calls]))
 
 
@@ -444,21 +444,21 @@ def ttft_signal(warm: list[float], cold: list[float]) -> ReuseSignal:
                        "spread), inconclusive", figures)
 
 
-def reuse_outcome(check_id: str, what: str, signal: ReuseSignal | None, tried: list[str]) -> CheckOutcome:
+def reuse_outcome(check_id: str, what: str, signal: ReuseSignal | None, tried: list[str]) -> Verdict:
     """Reuse passes; re-prefilling is a warning (turns) or a note (conversations); no signal, or
     one that cannot tell, is unverifiable with what was tried. Never a pass without a signal."""
     if signal is None:
-        return CheckOutcome(check_id, "unverifiable", note=f"{what}: no prefix-reuse signal: {'; '.join(tried)}")
+        return Verdict(check_id, "unverifiable", note=f"{what}: no prefix-reuse signal: {'; '.join(tried)}")
     if signal.reused is None:
-        return CheckOutcome(check_id, "unverifiable",
+        return Verdict(check_id, "unverifiable",
                             note=f"{what}: {signal.name} inconclusive: {signal.note}"
                                  + (f" ({'; '.join(tried)})" if tried else ""))
     if signal.reused:
-        return CheckOutcome(check_id, "passed", note=f"{what}: prefix reused ({signal.name}: {signal.note})")
+        return Verdict(check_id, "passed", note=f"{what}: prefix reused ({signal.name}: {signal.note})")
     cost = f"; ~{signal.reprefilled_tokens} tokens re-prefilled" if signal.reprefilled_tokens else ""
     found = violation(check_id, f"{what}: no prefix reused{cost} ({signal.name}: {signal.note})",
                       expected="the shared prefix read from the cache", seen=signal.note)
-    return CheckOutcome(check_id, "warning" if found.severity == "warning" else "info", (found,))
+    return Verdict(check_id, "warning" if found.severity == "warning" else "info", (found,))
 
 
 def _mentions_defer(schema) -> bool:
@@ -469,7 +469,7 @@ def _mentions_defer(schema) -> bool:
     return False
 
 
-def forwarded_deferred(forwarded: dict | None, deferred: set[str]) -> CheckOutcome | None:
+def forwarded_deferred(forwarded: dict | None, deferred: set[str]) -> Verdict | None:
     """What reached the engine: a deferred tool as a plain function (chat / Responses shapes: no
     defer_loading of its own), or defer_loading inside any forwarded schema. None: nothing to say."""
     if not isinstance(forwarded, dict) or not isinstance(forwarded.get("tools"), list):
@@ -490,4 +490,4 @@ def forwarded_deferred(forwarded: dict | None, deferred: set[str]) -> CheckOutco
                                    "callable tool (its defer_loading was dropped)", pointer=f"/tools/{k}",
                                    expected="deferred: left out until loaded, or kept with defer_loading",
                                    seen=sorted(tool)))
-    return CheckOutcome(DEFERRED_NOT_CALLABLE, "failed", tuple(found)) if found else None
+    return Verdict(DEFERRED_NOT_CALLABLE, "failed", tuple(found)) if found else None

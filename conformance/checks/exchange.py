@@ -8,7 +8,7 @@ Rules:
   id that applied (passed / failed / warning / unverifiable / skipped) — what the results record
   stores, so a pass is recorded as a pass, not as silence.
 - Judging is an ordered list of stages (`STAGES`), each a small function of one shared
-  `ExchangeState` returning `CheckOutcome`s (checks/outcome.py); the verdict folds them in
+  `ExchangeState` returning `Verdict`s (checks/outcome.py); the verdict folds them in
   order: every violation in order, the last outcome per check id, every non-empty note. A stage
   that ends judging sets `state.ended_by`, and no later stage runs. The stages call the small
   check functions of their area (tools, tool_choice, stop_reason, identity) and ask the wire
@@ -50,9 +50,9 @@ from urllib.parse import urlsplit
 
 from conformance.checks import identity, limits, stop_reason, tool_choice, tools
 from conformance.checks import suite as suite_checks
-from conformance.checks.outcome import CheckOutcome
 from conformance.core.failures import HasViolations, Violation
 from conformance.core.registry import violation
+from conformance.core.verdict import Verdict
 from conformance.net.transport import RawExchange
 from conformance.wire.dialect import Dialect, dialect, is_generation_path
 
@@ -199,23 +199,23 @@ class ExchangeState:
         that ends before them is judged whatever its api names."""
         return dialect(self.api)
 
-    def fail(self, check_id: str, message: str, **kw: Any) -> CheckOutcome:
-        return CheckOutcome.of(violation(check_id, message, turn=self.turn, **kw))
+    def fail(self, check_id: str, message: str, **kw: Any) -> Verdict:
+        return Verdict.of(violation(check_id, message, turn=self.turn, **kw))
 
     @property
     def is_count_tokens(self) -> bool:
         return self.path.endswith("/messages/count_tokens")
 
 
-Stage = Callable[[ExchangeState], list[CheckOutcome]]
+Stage = Callable[[ExchangeState], list[Verdict]]
 
 
-def _end(state: ExchangeState, stage: str, *outcomes: CheckOutcome) -> list[CheckOutcome]:
+def _end(state: ExchangeState, stage: str, *outcomes: Verdict) -> list[Verdict]:
     state.ended_by = stage
     return list(outcomes)
 
 
-def transport(state: ExchangeState) -> list[CheckOutcome]:
+def transport(state: ExchangeState) -> list[Verdict]:
     """No answer, or a deadline: nothing after it is judged (a hang is a hang, not a truncated
     stream)."""
     raw = state.raw
@@ -240,7 +240,7 @@ def transport(state: ExchangeState) -> list[CheckOutcome]:
     return []
 
 
-def status(state: ExchangeState) -> list[CheckOutcome]:
+def status(state: ExchangeState) -> list[Verdict]:
     """A non-2xx ends judging with the target's error text (and the request field it names);
     a 2xx is accepted, and a connection broken after it is reported on top."""
     raw = state.raw
@@ -261,36 +261,36 @@ def status(state: ExchangeState) -> list[CheckOutcome]:
         return _end(state, "status", state.fail(
             suite_checks.REQUEST_ACCEPTED, f"the target refused the request: HTTP {raw.status}{field_note}",
             expected="2xx", seen=f"HTTP {raw.status}: {text}", pointer=ptr))
-    out = [CheckOutcome(suite_checks.REQUEST_ACCEPTED, "passed")]
+    out = [Verdict(suite_checks.REQUEST_ACCEPTED, "passed")]
     if raw.error_kind in ("read", "protocol"):
         out.append(state.fail(suite_checks.TRANSPORT_COMPLETE, raw.error or raw.error_kind,
                               expected="the whole response", seen=f"{len(raw.body())} bytes before the break"))
     return out
 
 
-def endpoint(state: ExchangeState) -> list[CheckOutcome]:
+def endpoint(state: ExchangeState) -> list[Verdict]:
     """count_tokens is judged by its body and ends judging; other paths than generation are not
     judged beyond acceptance (a note says so)."""
     if state.is_count_tokens:
         doc = _body_json(state.raw)
         if isinstance(doc, dict) and isinstance(doc.get("input_tokens"), int) and doc["input_tokens"] >= 0:
-            return _end(state, "endpoint", CheckOutcome(suite_checks.COUNT_TOKENS, "passed"))
+            return _end(state, "endpoint", Verdict(suite_checks.COUNT_TOKENS, "passed"))
         return _end(state, "endpoint", state.fail(
             suite_checks.COUNT_TOKENS, "count_tokens answered without an integer input_tokens",
             expected='{"input_tokens": N}', seen=state.raw.body()[:300].decode("utf-8", "replace"),
             pointer="/input_tokens"))
     if not is_generation_path(state.path):
-        return _end(state, "endpoint", CheckOutcome(
+        return _end(state, "endpoint", Verdict(
             suite_checks.STREAM_WELLFORMED, None, note=f"{state.path} is not judged beyond acceptance by this release"))
     return []
 
 
-def grammar(state: ExchangeState) -> list[CheckOutcome]:
+def grammar(state: ExchangeState) -> list[Verdict]:
     """The wire core's grammar (stream or not, decided by the request's `stream`), and the
     accumulated message every later stage reads. Each rule's violations keep their order; a rule
     is failed when any of its violations is an error."""
     raw, turn = state.raw, state.turn
-    out: list[CheckOutcome] = []
+    out: list[Verdict] = []
     is_sse = "text/event-stream" in raw.content_type.lower()
     if state.stream and not is_sse:
         out.append(state.fail(suite_checks.STREAM_CONTENT_TYPE,
@@ -315,36 +315,36 @@ def grammar(state: ExchangeState) -> list[CheckOutcome]:
             verdict[g.check_id] = "failed"
         else:
             verdict.setdefault(g.check_id, "warning" if g.severity == "warning" else "info")
-    out.extend(CheckOutcome(g.check_id, verdict[g.check_id], (g,)) for g in found)
-    out.append(CheckOutcome(summary_id, "failed" if any(g.is_error for g in found) else "passed"))
+    out.extend(Verdict(g.check_id, verdict[g.check_id], (g,)) for g in found)
+    out.append(Verdict(summary_id, "failed" if any(g.is_error for g in found) else "passed"))
     return out
 
 
-def cap(state: ExchangeState) -> list[CheckOutcome]:
+def cap(state: ExchangeState) -> list[Verdict]:
     """An answer that used the whole output cap but says it finished (a warning)."""
     judged = stop_reason.cap_outcome(state.message, state.request, state.api, turn=state.turn)
     return [] if judged is None else [judged]
 
 
-def structured(state: ExchangeState) -> list[CheckOutcome]:
+def structured(state: ExchangeState) -> list[Verdict]:
     """Tools offered: calls arrive structured, not as text that looks like a call."""
     judged = tools.structured_outcome(state.message, state.request, state.api, turn=state.turn)
     return [] if judged is None else [judged]
 
 
-def choice(state: ExchangeState) -> list[CheckOutcome]:
+def choice(state: ExchangeState) -> list[Verdict]:
     """A forced or forbidden tool_choice is honoured."""
     judged = tool_choice.choice_outcome(state.message, state.request, state.api, turn=state.turn)
     return [] if judged is None else [judged]
 
 
-def arguments(state: ExchangeState) -> list[CheckOutcome]:
+def arguments(state: ExchangeState) -> list[Verdict]:
     """Every structured call names an offered tool and fits its schema (or was cut by the cap)."""
     return tools.arguments_outcomes(state.message, state.request, state.api, turn=state.turn,
                                     unparsed_input=state.unparsed_input)
 
 
-def model_identity(state: ExchangeState) -> list[CheckOutcome]:
+def model_identity(state: ExchangeState) -> list[Verdict]:
     """The model that answered is the one asked for (judged whenever a message arrived)."""
     if state.message is None:
         return []
@@ -373,10 +373,10 @@ def judge_stages(
     api: str,
     expect_model: str | None = None,
     turn: int | None = None,
-) -> tuple[ExchangeState, list[CheckOutcome]]:
+) -> tuple[ExchangeState, list[Verdict]]:
     """Run STAGES in order until one ends judging: the shared state and every outcome, in order."""
     state = ExchangeState.start(raw, request, api=api, expect_model=expect_model, turn=turn)
-    outcomes: list[CheckOutcome] = []
+    outcomes: list[Verdict] = []
     budget = raw.judging_budget()  # the total deadline bounds judging too (net.transport rules)
     started = time.monotonic()
     for stage in STAGES:

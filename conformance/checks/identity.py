@@ -12,7 +12,7 @@ Rules:
   by its `x-litellm-*` response headers) make a matching name `unverifiable` too: the echo
   proves nothing about which model answered. `judge_model(..., echoes_alias=True)`.
 - `judge_model` gives (outcome, violation or None, note); `model_outcome` the same as a
-  `CheckOutcome`, for the exchange judge.
+  `Verdict`, for the exchange judge.
 - `identity.model_stable` compares the answering model across the turns of one agent loop.
 """
 
@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import re
 
-from conformance.checks.outcome import CheckOutcome
 from conformance.core.failures import Violation
 from conformance.core.registry import register, violation
+from conformance.core.verdict import Verdict
 
 MODEL_MATCHES = register(
     "identity.model_matches",
@@ -85,7 +85,7 @@ def judge_model(seen: str | None, sent: str | None, expected: str | None, *, tur
 
 
 def model_outcome(seen: str | None, sent: str | None, expected: str | None, *, turn: int | None = None,
-                  echoes_alias: bool = False) -> CheckOutcome:
+                  echoes_alias: bool = False) -> Verdict:
     """`identity.model_matches` for one exchange (see `judge_model`)."""
     outcome, found, note = judge_model(seen, sent, expected, turn=turn, echoes_alias=echoes_alias)
-    return CheckOutcome(MODEL_MATCHES, outcome, () if found is None else (found,), note)
+    return Verdict(MODEL_MATCHES, outcome, () if found is None else (found,), note)

@@ -15,16 +15,16 @@ Rules (facts from the API references):
   verdict is "passed" when the cap and the usage are known and agree.
 - The words (natural stop, cap stop, the field, the request's cap keys, the usage key) are the
   Dialect's (`dialect(api).stops`, `output_cap`, `output_tokens`). `cap_outcome` gives a
-  `CheckOutcome`; `check_cap_reported` the same as (outcome, violations).
+  `Verdict`; `check_cap_reported` the same as (outcome, violations).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from conformance.checks.outcome import CheckOutcome
 from conformance.core.failures import Violation
 from conformance.core.registry import register, violation
+from conformance.core.verdict import Verdict
 from conformance.wire.dialect import dialect
 
 CAP_REPORTED = register(
@@ -37,7 +37,7 @@ CAP_REPORTED = register(
     ),
 ).id
 
-def cap_outcome(message: Any, request: dict | None, api: str, *, turn: int | None = None) -> CheckOutcome | None:
+def cap_outcome(message: Any, request: dict | None, api: str, *, turn: int | None = None) -> Verdict | None:
     """`suite.stop_reason.cap_reported` for one exchange, or None when it cannot apply (no
     message, no cap in the request, no usage, or a stop reason neither natural nor the cap's)."""
     if not isinstance(message, dict):
@@ -49,12 +49,12 @@ def cap_outcome(message: Any, request: dict | None, api: str, *, turn: int | Non
     if cap is None or used is None or stop not in (stops.natural, stops.cap):
         return None
     if stop == stops.natural and used >= cap:
-        return CheckOutcome(CAP_REPORTED, "warning", (violation(
+        return Verdict(CAP_REPORTED, "warning", (violation(
             CAP_REPORTED, f"{used} output tokens reached the cap of {cap}, but {stops.field} is {stop!r}: the "
             "answer was probably cut and is reported as finished", severity="warning",
             expected=f"{stops.field} {stops.cap!r}", seen=f"{stops.field} {stop!r}, {used} of {cap} tokens",
             pointer=f"/{stops.field}", turn=turn),))
-    return CheckOutcome(CAP_REPORTED, "passed")
+    return Verdict(CAP_REPORTED, "passed")
 
 
 def check_cap_reported(message: Any, request: dict | None, api: str, *,

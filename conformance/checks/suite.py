@@ -11,7 +11,7 @@ Rules:
 from __future__ import annotations
 
 from conformance.core.registry import register
-from conformance.wire.dialect import RESPONSES, api_for_path, dialect
+from conformance.wire.dialect import dialect_for_path
 
 REQUEST_ACCEPTED = register(
     "suite.request.accepted",
@@ -147,8 +147,8 @@ RESPONSES_AVAILABLE = register(
 def unserved_endpoint(path: str, status: int) -> str | None:
     """The check a 404/405 on `path` fails when the path is a wire's endpoint that a target may
     lack entirely (the Responses API): `suite.responses.available`; None otherwise (a refusal)."""
-    api = api_for_path(path)
-    if status in (404, 405) and api is not None and dialect(api) is RESPONSES:
+    wire = dialect_for_path(path)
+    if status in (404, 405) and wire is not None and wire.may_be_absent:
         return RESPONSES_AVAILABLE
     return None
 

@@ -13,7 +13,7 @@ Rules (facts from the API references):
   call under `none`.
 - What a request demands is the Dialect's reading (`demanded_tool_choice`); the stops that end a
   turn before a forced call could come are its `stops.caps`. `choice_outcome` gives a
-  `CheckOutcome`; `check_choice` the same as (outcome, violations, note).
+  `Verdict`; `check_choice` the same as (outcome, violations, note).
 - The check applies only when the request forces or forbids calls and offers tools; a verdict
   is recorded ("passed" too) only then.
 - Why a check of its own: an engine that ignores the force (no constrained decoding for the
@@ -27,9 +27,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conformance.checks.outcome import CheckOutcome
 from conformance.core.failures import Violation
 from conformance.core.registry import register, violation
+from conformance.core.verdict import Verdict
 from conformance.wire.dialect import dialect
 
 CHOICE_HONOURED = register(
@@ -50,7 +50,7 @@ def demanded(request: dict | None, api: str) -> tuple[str, str | None, list[str]
     return dialect(api).demanded_tool_choice(request)
 
 
-def choice_outcome(message: Any, request: dict | None, api: str, *, turn: int | None = None) -> CheckOutcome | None:
+def choice_outcome(message: Any, request: dict | None, api: str, *, turn: int | None = None) -> Verdict | None:
     """`tools.choice_honoured` for one exchange, or None when it does not apply."""
     wire = dialect(api)
     want = wire.demanded_tool_choice(request)
@@ -62,31 +62,31 @@ def choice_outcome(message: Any, request: dict | None, api: str, *, turn: int | 
     stop = wire.stop_reason(message)
     if mode == "forbid":
         if calls:
-            return CheckOutcome(CHOICE_HONOURED, "failed", (violation(
+            return Verdict(CHOICE_HONOURED, "failed", (violation(
                 CHOICE_HONOURED, f"tool_choice {shown} forbids tool calls, but the answer calls "
                 f"{', '.join(repr(c.name) for c in calls)}", expected="no tool call", seen=f"{len(calls)} call(s)",
                 pointer="/tool_choice", turn=turn),))
-        return CheckOutcome(CHOICE_HONOURED, "passed")
+        return Verdict(CHOICE_HONOURED, "passed")
     if not calls:
         text = wire.text(message)
         # Only the caps end a turn before the forced call could come (Anthropic: not every cut
         # stop; a refusal or a paused server-tool turn with a forced choice is judged).
         if stop in wire.stops.caps and not text.strip():
-            return CheckOutcome(CHOICE_HONOURED, "unverifiable", note=(
+            return Verdict(CHOICE_HONOURED, "unverifiable", note=(
                 f"the output cap ({stop}) ended the turn before any answer text; the forced call would have come next"))
-        return CheckOutcome(CHOICE_HONOURED, "failed", (violation(
+        return Verdict(CHOICE_HONOURED, "failed", (violation(
             CHOICE_HONOURED, f"tool_choice {shown} forces a tool call, but the answer has none (stop reason {stop!r})",
             expected="a tool call" + (f" to {name!r}" if name else ""),
             seen=f"text: {text[:160]!r}" if text else "no tool call and no text",
             pointer="/tool_choice", turn=turn),))
     wrong = [c.name for c in calls if (name and c.name != name) or (allowed and c.name not in allowed)]
     if wrong:
-        return CheckOutcome(CHOICE_HONOURED, "failed", (violation(
+        return Verdict(CHOICE_HONOURED, "failed", (violation(
             CHOICE_HONOURED, f"tool_choice {shown} forces " + (f"{name!r}" if name else f"one of {allowed}")
             + f", but the answer calls {', '.join(repr(w) for w in wrong)}",
             expected=f"calls to {name!r}" if name else f"calls to one of {allowed}",
             seen=", ".join(wrong), pointer="/tool_choice", turn=turn),))
-    return CheckOutcome(CHOICE_HONOURED, "passed")
+    return Verdict(CHOICE_HONOURED, "passed")
 
 
 def check_choice(message: Any, request: dict | None, api: str, *,

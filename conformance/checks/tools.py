@@ -7,7 +7,7 @@ Rules:
   JSON string. `tool_calls`, `offered_tools`, `describe_cut` are thin
   wrappers over the Dialect for callers that hold an api name.
 - For the exchange judge: `structured_outcome` and `arguments_outcomes` give the verdicts as
-  `CheckOutcome`s; `check_call_structured` / `check_arguments` give the bare violations.
+  `Verdict`s; `check_call_structured` / `check_arguments` give the bare violations.
 - `tools.call_structured` fires only when the request offered tools and no structured call came
   while the answer's text looks like a call: the signature of an engine running without its
   tool-call parser (vLLM needs `--enable-auto-tool-choice --tool-call-parser NAME`; opencode
@@ -54,9 +54,9 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from conformance.checks.outcome import CheckOutcome
 from conformance.core.failures import Violation
 from conformance.core.registry import register, violation
+from conformance.core.verdict import Verdict
 from conformance.wire.dialect import Dialect, OfferedTool, ToolCall, dialect
 
 CALL_STRUCTURED = register(
@@ -320,16 +320,16 @@ def check_arguments(message: Any, request: dict | None, api: str, *, turn: int |
 
 
 def structured_outcome(message: Any, request: dict | None, api: str, *,
-                       turn: int | None = None) -> CheckOutcome | None:
+                       turn: int | None = None) -> Verdict | None:
     """`tools.call_structured` for one exchange, or None when the request offered no tools."""
     if not dialect(api).offered_tools(request):
         return None
     found = check_call_structured(message, request, api, turn=turn)
-    return CheckOutcome(CALL_STRUCTURED, "failed" if found else "passed", tuple(found))
+    return Verdict(CALL_STRUCTURED, "failed" if found else "passed", tuple(found))
 
 
 def arguments_outcomes(message: Any, request: dict | None, api: str, *, turn: int | None = None,
-                       unparsed_input: dict[str, str] | None = None) -> list[CheckOutcome]:
+                       unparsed_input: dict[str, str] | None = None) -> list[Verdict]:
     """`tools.name_offered`, `tools.call_cut` and `tools.arguments_schema` for one exchange (none
     without a structured call): the three verdicts first, in that order, then each violation as
     found (call by call), carrying its check's verdict. `arguments_schema` is unverifiable when
@@ -345,30 +345,30 @@ def arguments_outcomes(message: Any, request: dict | None, api: str, *, turn: in
         ARGUMENTS_SCHEMA: "failed" if ARGUMENTS_SCHEMA in ids else (
             "unverifiable" if notes and len(notes) >= len(calls) else "passed"),
     }
-    out = [CheckOutcome(NAME_OFFERED, verdict[NAME_OFFERED]), CheckOutcome(CALL_CUT, verdict[CALL_CUT]),
-           CheckOutcome(ARGUMENTS_SCHEMA, verdict[ARGUMENTS_SCHEMA], note="; ".join(notes))]
-    out += [CheckOutcome(x.check_id, verdict[x.check_id], (x,)) for x in found]
+    out = [Verdict(NAME_OFFERED, verdict[NAME_OFFERED]), Verdict(CALL_CUT, verdict[CALL_CUT]),
+           Verdict(ARGUMENTS_SCHEMA, verdict[ARGUMENTS_SCHEMA], note="; ".join(notes))]
+    out += [Verdict(x.check_id, verdict[x.check_id], (x,)) for x in found]
     return out + kept_outcomes(message, request, api, turn=turn)
 
 
-def kept_outcomes(message: Any, request: dict | None, api: str, *, turn: int | None = None) -> list[CheckOutcome]:
+def kept_outcomes(message: Any, request: dict | None, api: str, *, turn: int | None = None) -> list[Verdict]:
     """`tools.custom_tool_kept` and `tools.namespace_kept` for one exchange: each judged when the
     request offered a tool of its kind and a call to one came back (nothing otherwise)."""
     wire = dialect(api)
     specs = wire.offered_tool_specs(request)
     calls = wire.tool_calls(message)
-    out: list[CheckOutcome] = []
+    out: list[Verdict] = []
     custom = [c for c in calls if (s := resolve_call(c, specs)) is not None and s.kind == "custom"]
     if custom:
         found = tuple(violation(
             CUSTOM_TOOL_KEPT, f"the freeform tool {c.name!r} was answered with a function_call and JSON arguments",
             expected="a custom_tool_call whose input is the raw text", seen=f"arguments {(c.raw or '')[:200]!r}",
             pointer=c.pointer, turn=turn) for c in custom if c.kind != "custom")
-        out.append(CheckOutcome(CUSTOM_TOOL_KEPT, "failed" if found else "passed", found))
+        out.append(Verdict(CUSTOM_TOOL_KEPT, "failed" if found else "passed", found))
     spaced = [(c, s) for c in calls if (s := resolve_call(c, specs)) is not None and s.namespace]
     if spaced:
         found = tuple(v for c, s in spaced if (v := _namespace_problem(c, s, turn)) is not None)
-        out.append(CheckOutcome(NAMESPACE_KEPT, "failed" if found else "passed", found))
+        out.append(Verdict(NAMESPACE_KEPT, "failed" if found else "passed", found))
     return out
 
 

@@ -63,8 +63,9 @@ def run(args) -> int:
     import sys
 
     if args.diff:
+        from conformance.capture.corpus import load_captures
         from conformance.capture.diff import diff_paths, drift_summary, format_diff
-        from conformance.capture.format import CaptureFormatError, load_captures
+        from conformance.capture.format import CaptureFormatError
 
         try:
             changes = diff_paths(*args.diff, responses=args.diff_responses)

@@ -14,7 +14,7 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     import json
 
-    from conformance.checks.catalog import load_all
+    from conformance.core.registry import registered as load_all
 
     specs = [s for s in load_all() if not args.area or s.id.startswith(args.area)]
     if args.json:

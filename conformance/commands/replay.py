@@ -102,7 +102,8 @@ def run(args) -> int:
     import sys
     from pathlib import Path
 
-    from conformance.capture.format import CaptureFormatError, iter_capture_files, load_capture
+    from conformance.capture.corpus import iter_capture_files
+    from conformance.capture.format import CaptureFormatError, load_capture
     from conformance.core.failures import errors
     from conformance.net.transport import Deadlines
     from conformance.report.text import format_failure, format_violation

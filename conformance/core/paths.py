@@ -34,8 +34,3 @@ def captured_dir() -> Path:
 
 def fixtures_dir() -> Path:
     return data_root("fixtures")
-
-
-def schemas_dir() -> Path:
-    """JSON Schemas of the wire (judge side); they live inside the package."""
-    return _PACKAGE / "wire" / "schemas"

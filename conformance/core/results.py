@@ -22,8 +22,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from conformance.core.verdict import OUTCOMES
+
 RECORD_VERSION = 1
-OUTCOMES = ("passed", "failed", "warning", "unverifiable", "info", "skipped", "error")
 
 
 @dataclass

@@ -37,7 +37,7 @@ from conformance.checks import translation as translation_checks
 from conformance.core.failures import Violation
 from conformance.net.transport import Deadlines, RawExchange
 from conformance.report.text import format_violation
-from conformance.wire.dialect import DIALECTS, Dialect, api_for_path, dialect
+from conformance.wire.dialect import DIALECTS, Dialect, dialect, dialect_for_path
 
 GENERATION_PATHS = tuple(d.generation_path for d in DIALECTS.values())
 REPLAY_DEADLINES = Deadlines(connect=5, first_content=60, total=120)
@@ -148,7 +148,7 @@ def _candidates(entries: list[dict], client_request: dict, since: int | None):
 def path_dialect(path: str) -> Dialect:
     """The Dialect whose judge (check_exchange) takes an exchange on `path` (`api_for_path`);
     OpenAI chat for a path of no known wire."""
-    return dialect(api_for_path(path) or "openai")
+    return dialect_for_path(path) or dialect("openai")
 
 
 def judge_api(path: str) -> str:

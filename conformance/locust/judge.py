@@ -46,7 +46,7 @@ class Work:
 
 def workload(captures: Path | None = None, api_key: str | None = None) -> list[Work]:
     """Every captured model request, in corpus order."""
-    from conformance.capture.format import load_captures
+    from conformance.capture.corpus import load_captures
     from conformance.core.paths import captured_dir
     from conformance.net.client import headers_for
 

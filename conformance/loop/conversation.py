@@ -39,7 +39,7 @@ from typing import Any
 
 from conformance.loop.codex_tools import MCP_FILES_TOOL
 from conformance.loop.sandbox import ToolOutcome
-from conformance.wire.dialect import ANTHROPIC, OPENAI, RESPONSES
+from conformance.wire import ANTHROPIC, CHAT, RESPONSES
 
 _CWD_RX = re.compile(r"working directory:\s*(/[^\s\"\\<>]+)", re.IGNORECASE)
 _CODEX_CWD_RX = re.compile(r"<cwd>(/[^<>\n]+)</cwd>")
@@ -411,7 +411,7 @@ class CodexConversation(Conversation):
 
 
 CONVERSATIONS: dict[str, Conversation] = {ANTHROPIC.name: ClaudeCodeConversation(),
-                                          OPENAI.name: OpencodeConversation(),
+                                          CHAT.name: OpencodeConversation(),
                                           RESPONSES.name: CodexConversation()}
 
 

@@ -48,11 +48,11 @@ from pathlib import Path
 from typing import Any
 
 import conformance.checks.loop  # noqa: F401  (registers the loop.* checks)
+from conformance.capture.corpus import iter_capture_files
 from conformance.capture.format import (
     Capture,
     CapturedRequest,
     CaptureFormatError,
-    iter_capture_files,
     load_capture,
 )
 from conformance.checks import tools as tool_checks

@@ -16,9 +16,10 @@ Rules:
 
 from __future__ import annotations
 
-from conformance.wire.dialect import ANTHROPIC, OPENAI, RESPONSES, dialect
+from conformance.wire import ANTHROPIC, CHAT, RESPONSES
+from conformance.wire.dialect import dialect
 
-CLIENT_FOR_API = {ANTHROPIC.name: "claude-code", OPENAI.name: "opencode", RESPONSES.name: "codex"}
+CLIENT_FOR_API = {ANTHROPIC.name: "claude-code", CHAT.name: "opencode", RESPONSES.name: "codex"}
 API_FOR_CLIENT = {v: k for k, v in CLIENT_FOR_API.items()}
 
 # Tool names each client offers that the sandbox implements (current + older releases).

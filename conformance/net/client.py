@@ -24,7 +24,7 @@ import json
 import os
 from typing import Any
 
-from conformance.wire.dialect import DIALECTS
+from conformance.wire.dialect import DIALECTS, dialect
 
 # Not replayed: hop-by-hop, length/host (recomputed), encodings (raw bytes are recorded).
 _DROP = {"host", "content-length", "connection", "transfer-encoding", "keep-alive", "accept-encoding",
@@ -93,79 +93,12 @@ SALT_PREFIX = "[conformance-run {token}] "
 
 
 def salted(body: dict, api: str, token: str) -> dict:
-    """The run token at the very start of the system prompt (first system block or message)."""
-    body = copy.deepcopy(body)
-    prefix = SALT_PREFIX.format(token=token)
-    wire = DIALECTS.get(api)
-    if wire is not None and wire.system_at_top:
-        system = body.get("system")
-        if isinstance(system, str):
-            body["system"] = prefix + system
-        elif isinstance(system, list) and system and isinstance(system[0], dict) and system[0].get("type") == "text":
-            system[0]["text"] = prefix + system[0].get("text", "")
-        elif isinstance(system, list):
-            system.insert(0, {"type": "text", "text": prefix.rstrip()})
-        else:
-            # keep key order stable: system right after model/messages is where clients put it
-            body["system"] = prefix.rstrip()
-        return body
-    if wire is not None and wire.prefix_system(body, prefix):  # a wire that keeps it elsewhere (Responses)
-        return body
-    messages = body.get("messages") or []
-    for msg in messages:
-        if isinstance(msg, dict) and msg.get("role") in ("system", "developer"):
-            content = msg.get("content")
-            if isinstance(content, str):
-                msg["content"] = prefix + content
-            elif isinstance(content, list) and content and isinstance(content[0], dict):
-                content[0]["text"] = prefix + content[0].get("text", "")
-            return body
-    messages.insert(0, {"role": "system", "content": prefix.rstrip()})
-    body["messages"] = messages
-    return body
+    """The run token at the very start of the system prompt (the wire's `salted`)."""
+    return dialect(api).salted(body, SALT_PREFIX.format(token=token))
 
 
-def _prompt_location(body: dict) -> tuple[list, Any] | None:
-    """(container, key) of the user's prompt text: the first user message's last text that is not a
-    client reminder (Claude Code wraps context in `<system-reminder>` blocks)."""
-    for msg in body.get("messages") or []:
-        if not isinstance(msg, dict) or msg.get("role") != "user":
-            continue
-        content = msg.get("content")
-        if isinstance(content, str):
-            return (msg, "content") if content.strip() else None
-        if isinstance(content, list):
-            candidates = [
-                i for i, part in enumerate(content)
-                if isinstance(part, dict) and part.get("type") in ("text", "input_text")
-                and isinstance(part.get("text"), str) and part["text"].strip()
-                and not part["text"].lstrip().startswith("<system-reminder>")
-            ]
-            if candidates:
-                return (content[candidates[-1]], "text")
-        return None
-    return None
+def quoted(body: dict, api: str) -> dict | None:
+    """The same request with the prompt wrapped in literal double quotes (the wire's `quoted`)."""
+    return dialect(api).quoted(body)
 
 
-def prompt_text(body: dict) -> str | None:
-    loc = _prompt_location(body)
-    return None if loc is None else loc[0][loc[1]]
-
-
-def quoted(body: dict) -> dict | None:
-    """The same request with the prompt wrapped in literal double quotes (as opencode sends
-    arguments containing spaces); None when the request has no user prompt text."""
-    body = copy.deepcopy(body)
-    loc = _prompt_location(body)
-    if loc is None:
-        return None
-    container, key = loc
-    container[key] = f'"{container[key]}"'
-    return body
-
-
-def count_tokens_body(body: dict) -> dict:
-    """A /v1/messages/count_tokens body derived from a messages request, with the keys Claude Code
-    sends there (model, messages, tools: captured/claude-code/2.1.197/count-tokens.json)."""
-    keep = ("model", "messages", "tools")
-    return {k: copy.deepcopy(body[k]) for k in keep if k in body}

@@ -612,7 +612,8 @@ async def advertised_outcome(probe: ContextProbe, *, max_factor: float = 4.0) ->
 
 def captured_max_tokens(root: Path | None = None) -> dict[str, list[int]]:
     """max_tokens values the captured clients sent, per client name."""
-    from conformance.capture.format import iter_capture_files, load_capture
+    from conformance.capture.corpus import iter_capture_files
+    from conformance.capture.format import load_capture
     from conformance.core.paths import captured_dir
 
     out: dict[str, set[int]] = {}

@@ -116,7 +116,8 @@ def scenario_items(target: Target, scenarios_dir: Path | None = None, max_tokens
 
 def capture_items(target: Target, captures_root: Path | None = None) -> list[WorkItem]:
     """Every captured model request of the target's dialect, with the model mapped to the target's."""
-    from conformance.capture.format import iter_capture_files, load_capture
+    from conformance.capture.corpus import iter_capture_files
+    from conformance.capture.format import load_capture
     from conformance.core.paths import captured_dir
 
     try:

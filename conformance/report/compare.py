@@ -8,7 +8,7 @@ Rules:
   checks are different sets, so a "flip" would mean nothing.
 - Settings that differ (salt, deadlines, model map, model, markers) and versions that differ
   (engine, router, clients, suite) are listed first: they are what the reader attributes a change to.
-- A verdict is the worst outcome per (test, check) (`summary._RANK`); a flip is any change of it
+- A verdict is the worst outcome per (test, check) (`conformance.core.verdict.RANK`); a flip is any change of it
   between the runs, listed with the layer of the failing side; tests only one run has are counted
   apart, never as flips.
 - Figures: every numeric leaf of a record's details present in both runs, as B / A.
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.core.results import Result, read_results
-from conformance.report.summary import _RANK
+from conformance.core.verdict import RANK
 
 RUN_FILE = "run.json"
 NOT_RECORDED = "(not recorded)"
@@ -72,7 +72,7 @@ class Run:
         out: dict[tuple[str, str], Result] = {}
         for r in self.results:
             key = (r.test_id, r.check_id)
-            if key not in out or _RANK[r.outcome] > _RANK[out[key].outcome]:
+            if key not in out or RANK[r.outcome] > RANK[out[key].outcome]:
                 out[key] = r
         return out
 

@@ -30,8 +30,9 @@ from typing import Any
 
 from conformance.core.registry import lookup
 from conformance.core.results import Result, read_results
+from conformance.core.verdict import RANK
 from conformance.report import svg
-from conformance.report.summary import _RANK, row_of
+from conformance.report.summary import row_of
 
 LABEL = {"failed": "FAIL", "error": "ERROR", "warning": "warning", "unverifiable": "unverifiable",
          "passed": "ok", "info": "info", "skipped": "skipped", "xfail": "xfail (baseline)"}
@@ -67,7 +68,7 @@ class Matrix:
         self.xfail_reason: dict[tuple[str, str], str] = {}
         for r in results:
             key = (row_of(r), r.check_id)
-            if key not in self.cells or _RANK[r.outcome] > _RANK[self.cells[key]]:
+            if key not in self.cells or RANK[r.outcome] > RANK[self.cells[key]]:
                 self.cells[key] = r.outcome
             if r.outcome in ("failed", "error") and key not in self.failing:
                 self.failing[key] = r

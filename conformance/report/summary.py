@@ -20,8 +20,8 @@ from pathlib import Path
 
 from conformance.core.registry import lookup
 from conformance.core.results import Result, read_results
+from conformance.core.verdict import RANK
 
-_RANK = {"failed": 6, "error": 5, "warning": 4, "unverifiable": 3, "passed": 2, "info": 1, "skipped": 0}
 SYMBOL = {"failed": "FAIL", "error": "ERROR", "warning": "warn", "unverifiable": "?", "passed": "ok",
           "info": "info", "skipped": "-"}
 
@@ -40,7 +40,7 @@ def matrix(results: list[Result]) -> tuple[list[str], list[str], dict[tuple[str,
     cells: dict[tuple[str, str], str] = {}
     for r in results:
         key = (row_of(r), r.check_id)
-        if key not in cells or _RANK[r.outcome] > _RANK[cells[key]]:
+        if key not in cells or RANK[r.outcome] > RANK[cells[key]]:
             cells[key] = r.outcome
     rows = sorted({k[0] for k in cells})
     cols = sorted({k[1] for k in cells})
@@ -58,7 +58,7 @@ def render(results: list[Result], meta: dict[str, str]) -> str:
         out.append(f"- **answered by**: {', '.join(answered)}")
     out.append("")
     total = sum(counts.values())
-    out.append(f"{total} verdicts: " + ", ".join(f"{counts[o]} {o}" for o in _RANK if counts.get(o)))
+    out.append(f"{total} verdicts: " + ", ".join(f"{counts[o]} {o}" for o in RANK if counts.get(o)))
     out.append("")
     if not rows:
         out.append("No results were recorded.")

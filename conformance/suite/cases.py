@@ -27,7 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.capture.format import Capture, CaptureFormatError, Exchange, load_captures
+from conformance.capture.corpus import load_captures
+from conformance.capture.format import Capture, CaptureFormatError, Exchange
 from conformance.wire.dialect import DIALECTS, dialect
 
 _CASES = pytest.StashKey[tuple]()

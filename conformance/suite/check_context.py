@@ -24,12 +24,11 @@ from conformance.checks.exchange import ExchangeVerdict, check_exchange
 from conformance.core.failures import SEVERITIES, Violation
 from conformance.core.registry import violation
 from conformance.core.results import Result
+from conformance.core.verdict import RANK
 from conformance.net.client import serialize
 from conformance.report.text import ConformanceFailure
 from conformance.suite.config import SuiteConfig
 from conformance.suite.session import Sent, SuiteSession
-
-_RANK = {"failed": 6, "error": 5, "warning": 4, "unverifiable": 3, "passed": 2, "info": 1, "skipped": 0}
 
 
 def test_key(item) -> str:
@@ -111,7 +110,7 @@ class CheckContext:
             capture=self.capture, turn=turn, message=message[:500],
             violations=[v.to_dict() for v in violations], details=dict(details or {}),
         ))
-        if check_id not in self._outcomes or _RANK[outcome] > _RANK[self._outcomes[check_id]]:
+        if check_id not in self._outcomes or RANK[outcome] > RANK[self._outcomes[check_id]]:
             self._outcomes[check_id] = outcome
 
     def check(self, check_id: str, ok: bool, message: str, *, pass_message: str = "", turn: int | None = None,

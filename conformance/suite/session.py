@@ -40,7 +40,8 @@ from conformance.net.client import headers_for
 from conformance.net.target import Target
 from conformance.net.transport import Deadlines, Limits, RawExchange, probe
 from conformance.suite.config import SuiteConfig
-from conformance.wire.dialect import DIALECTS, OPENAI, dialect
+from conformance.wire import CHAT
+from conformance.wire.dialect import DIALECTS, dialect
 
 _PROBE = Deadlines(connect=3.0, first_content=5.0, total=8.0)
 # Does an endpoint exist? An empty body is refused at once by a live endpoint; a target that
@@ -215,7 +216,7 @@ class SuiteSession:
 
     def _minimal_request(self, api: str, sent_body: bytes) -> RawExchange:
         """The smallest streamed one-turn request on `api`'s wire (the model of the hung request)."""
-        wire = DIALECTS.get(api) or dialect(OPENAI.name)
+        wire = DIALECTS.get(api) or dialect(CHAT.name)
         model = None
         try:
             parsed = json.loads(sent_body or b"{}")
@@ -236,7 +237,7 @@ class SuiteSession:
         if self._down is not None:
             return None, None
         # The target's own documents (/v1/models, /version) take the key as a bearer token.
-        hdrs = headers_for(OPENAI.name, self.config.api_key, {}) if self.config.api_key else {"accept-encoding": "identity"}
+        hdrs = headers_for(CHAT.name, self.config.api_key, {}) if self.config.api_key else {"accept-encoding": "identity"}
         raw = self.target.send_sync(None, path, method="GET", headers=hdrs, deadlines=_PROBE)
         self._note_versions(raw)
         if raw.status is None:

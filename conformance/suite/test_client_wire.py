@@ -24,7 +24,8 @@ import re
 
 import pytest
 
-from conformance.capture.format import Capture, Exchange, load_captures
+from conformance.capture.corpus import load_captures
+from conformance.capture.format import Capture, Exchange
 from conformance.checks import client_wire as rules
 from conformance.layers.hop import find_forwarded, log_total, received_log
 from conformance.loop.conversation import conversation

@@ -3,7 +3,7 @@
 Each test runs the installed CLI itself (CONFORMANCE_CLAUDE_BIN / CONFORMANCE_OPENCODE_BIN /
 CONFORMANCE_CODEX_BIN, or `claude` / `opencode` / `codex` on PATH) on one scenario in a temporary project directory, through the
 capture proxy: every model exchange is judged like a replayed one, the CLI must exit 0 within the
-deadline, and the task must be done on disk (conformance/clients/live.py, docs/loop.md).
+deadline, and the task must be done on disk (conformance/loop/live.py, docs/loop.md).
 
 Releases: each client runs once per release of it the run selects (`--conformance-client-version`,
 over the corpus's captures of that client), with the binary of that release
@@ -21,8 +21,8 @@ from collections import defaultdict
 
 import pytest
 
-from conformance.clients.live import ClientNotFound, find_binary, find_release_binary, run_live
 from conformance.loop.driver import find_template
+from conformance.loop.live import ClientNotFound, find_binary, find_release_binary, run_live
 from conformance.loop.scenarios import get_scenario
 from conformance.suite import cases
 

@@ -18,12 +18,12 @@ from conformance.loop.scenarios import load_scenarios
 from conformance.loop.tools import CLIENT_FOR_API
 from conformance.suite.cases import require_api
 from conformance.suite.session import Sent
-from conformance.wire.dialect import ANTHROPIC, OPENAI, RESPONSES
+from conformance.wire import ANTHROPIC, CHAT, RESPONSES
 
 pytestmark = pytest.mark.loop
 
 SCENARIOS = load_scenarios()
-APIS = (ANTHROPIC.name, OPENAI.name, RESPONSES.name)
+APIS = (ANTHROPIC.name, CHAT.name, RESPONSES.name)
 CASES = [(s, api) for s in SCENARIOS for api in APIS if scenario_runs_on(s, api)]
 
 

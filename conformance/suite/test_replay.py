@@ -207,14 +207,14 @@ def _answer_identity(sent, verdict, headers: tuple[str, ...]) -> dict[str, str]:
 
 
 def test_quoted_variant(capture, conformance_ctx):
-    from conformance.net.client import quoted, serialize
+    from conformance.net.client import serialize
     from conformance.suite.cases import prepared_body
 
     ctx = _start(conformance_ctx, capture)
     base_sent, base = replay(ctx, capture, judge=False)[0]
     first = capture.main_exchanges()[0]
     body, _ = prepared_body(ctx, first)
-    variant_body = quoted(body or {})
+    variant_body = dialect(first.request.api).quoted(body or {})
     if variant_body is None:
         ctx.outcome(suite_checks.VARIANTS_VERDICT, "unverifiable", message="the request has no user prompt text to quote")
         ctx.finish()
@@ -251,7 +251,6 @@ def test_quoted_variant(capture, conformance_ctx):
 
 # --------------------------------------------------------------------------- count_tokens
 def test_count_tokens(capture, conformance_ctx):
-    from conformance.net.client import count_tokens_body
     from conformance.suite.cases import prepared_body
 
     ctx = _start(conformance_ctx, capture)
@@ -259,7 +258,7 @@ def test_count_tokens(capture, conformance_ctx):
     if first.request.path.endswith("/count_tokens"):
         body, _ = prepared_body(ctx, first)
     else:
-        body = count_tokens_body(prepared_body(ctx, first)[0] or {})
+        body = dialect(first.request.api).count_tokens_request(prepared_body(ctx, first)[0] or {})
     base_path = first.request.path.rstrip("/")
     path = base_path if base_path.endswith("/count_tokens") else base_path + "/count_tokens"
     sent = ctx.send(ctx.api, path, body, captured_headers=first.request.headers, query=first.request.query,

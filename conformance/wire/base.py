@@ -6,7 +6,9 @@ Rules:
   violations)`, `check_error(status, body) -> violations` and `content_started(buf) -> bool`.
 - Transitions are data (a table state x event -> state) in the protocol's own file; an illegal
   event yields a violation naming the event number, the event, the state and the rule.
-- JSON Schemas (draft 2020-12) live in `conformance/wire/schemas/` and are compiled once, on first use.
+- JSON Schemas (draft 2020-12) live in each wire package's `schemas/` folder (`schema_path`), and
+  are compiled once, on first use; a wire defined outside `conformance/wire/` adds its folder
+  with `add_schema_folder`.
   A schema error becomes a violation whose check id comes from the protocol's table (pointer
   prefix -> check id), so "stop_sequence missing" is reported as
   `anthropic.stream.stop_sequence_present`, not as a generic schema error.
@@ -19,6 +21,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from conformance.core.failures import HasViolations, Violation
@@ -42,14 +45,36 @@ class StreamReport(HasViolations):
         return sorted({v.check_id for v in self.violations})
 
 
+_SCHEMA_FOLDERS: list[Path] = sorted(Path(__file__).resolve().parent.glob("*/schemas"))
+
+
+def add_schema_folder(folder: Path | str) -> None:
+    """Let the schemas of a wire defined elsewhere be found by name."""
+    folder = Path(folder).resolve()
+    if folder not in _SCHEMA_FOLDERS:
+        _SCHEMA_FOLDERS.append(folder)
+
+
+def schema_names() -> list[str]:
+    """Every schema's name (its file name without `.json`), over all wire packages."""
+    return sorted(p.stem for folder in _SCHEMA_FOLDERS for p in folder.glob("*.json"))
+
+
+def schema_path(name: str) -> Path:
+    """`<wire package>/schemas/<name>.json` (names are unique across wires: `anthropic.*`, ...)."""
+    for folder in _SCHEMA_FOLDERS:
+        path = folder / f"{name}.json"
+        if path.is_file():
+            return path
+    raise FileNotFoundError(f"no schema named {name!r} in {', '.join(str(f) for f in _SCHEMA_FOLDERS)}")
+
+
 @cache
 def schema_validator(name: str):
-    """The compiled validator of `conformance/wire/schemas/<name>.json` (compiled once per process)."""
+    """The compiled validator of the schema `name` (compiled once per process)."""
     from jsonschema import Draft202012Validator
 
-    from conformance.core.paths import schemas_dir
-
-    schema = json.loads((schemas_dir() / f"{name}.json").read_text(encoding="utf-8"))
+    schema = json.loads(schema_path(name).read_text(encoding="utf-8"))
     Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema)
 
@@ -214,8 +239,8 @@ class _SchemaCompiler:
 
 @cache
 def compiled_validator(name: str):
-    """`conformance/wire/schemas/<name>.json` as a fast predicate (None if it uses other keywords)."""
-    schema = json.loads((_schemas_dir() / f"{name}.json").read_text(encoding="utf-8"))
+    """The schema `name` as a fast predicate (None if it uses other keywords)."""
+    schema = json.loads(schema_path(name).read_text(encoding="utf-8"))
     comp = _SchemaCompiler()
     try:
         main = comp.function(schema)
@@ -225,12 +250,6 @@ def compiled_validator(name: str):
                                  "_NOT_NUMBERS": (str, list, dict, bool, type(None))}
     exec(compile("\n\n".join(comp.helpers), f"<schema {name}>", "exec"), namespace)  # noqa: S102 - our own schema
     return namespace[main]
-
-
-def _schemas_dir():
-    from conformance.core.paths import schemas_dir
-
-    return schemas_dir()
 
 
 def schema_problems(name: str, instance: Any, *, memo: bool = True) -> list[tuple[str, str, str, str]]:

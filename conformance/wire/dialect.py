@@ -1,33 +1,46 @@
-"""One Dialect per wire: everything the rest of the code asks about a wire, in one object.
+"""What a wire is, in one object: the `Dialect` base, the neutral model of a request's
+conversation (`Entry`, `Turn`, `Slots`), and the registry of wires.
 
 Rules:
-- A Dialect owns what other modules used to ask with `api == "..."`: the generation and
-  count_tokens paths, how the key is sent (x-api-key or a bearer token), the content-started
-  predicate and which stream events deliver content, the stop vocabulary (natural / final /
-  tool / the output cap / every cut reason, and the map from this wire's stop reasons to the
-  Anthropic stops a faithful translation may carry), where stop sequences go in a request and
-  where a message names the one that matched, and readers of an accumulated message (answer
-  text, thinking, tool calls as one `ToolCall`, stop reason, usage) and of a request (offered
-  tools, the output cap, tool_choice, the conversation as chat messages), where the system
-  prompt lives, and a minimal one-turn request in the wire's shape.
-- Only this module (and the wire modules it fronts) may compare against a wire's name; the rest
-  of the judge asks `dialect(api)`. A new wire is one wire module plus one entry in DIALECTS.
-- Readers never raise on a target's data: a missing or mistyped field reads as empty / None.
-  They accept dicts and attribute objects (SDK models) alike.
-- The wire grammar stays in the wire modules (`check_stream`, `check_response`, `check_error`);
-  the Dialect only hands them out, imported on first use.
+- A wire is one package under `conformance/wire/` (`anthropic/`, `chat/`, `responses/`): its
+  grammar (the stream state machine, in `grammar.py`), its JSON Schemas (`schemas/`) and its
+  Dialect (`dialect.py`), registered here with `register_dialect` when the package is imported.
+  `conformance.wire` imports the built-in packages, so any `conformance.wire.*` import sees them;
+  a wire defined elsewhere (a test's toy wire) registers itself the same way, with one call.
+- A Dialect READS a request (`entries`, `turns`, `slots`, `prompt_slot`, `context_texts`, the
+  offered tools, the demanded tool_choice, the output cap) and an answer (text, thinking, tool
+  calls as one `ToolCall`, stop reason, usage), and WRITES requests that stay valid
+  (`with_prompt`, `first_turn`, `quoted`, `forcing`, `with_output_cap`, `without_thinking`,
+  `salted`, ...). Writers never change their input: they return a changed deep copy.
+- Every module outside `wire/` reads or changes the conversation inside a request only through a
+  Dialect, and passes Dialect objects, not names. The one path -> wire map is
+  `dialect_for_path`; the one name -> wire map is `dialect` (names are what users type:
+  `--conformance-api openai`, and what the results record stores).
+- Readers never raise on a target's or a client's data: a missing or mistyped field reads as
+  empty / None. They accept dicts and attribute objects (SDK models) alike.
 """
 
 from __future__ import annotations
 
-import importlib
+import copy
 import json
+import re
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
 # Prompt tokens the Anthropic usage counts apart from input_tokens (read from and written to the cache).
 ANTHROPIC_CACHED_INPUT_KEYS = ("cache_read_input_tokens", "cache_creation_input_tokens")
+
+# Text a client injects into a user turn around the user's own prompt: Claude Code's
+# `<system-reminder>` blocks, Codex's `<environment_context>` and `# AGENTS.md instructions`
+# messages (measured on Claude Code 2.1.197/2.1.332 and Codex 0.171.0, WIRE.md).
+_CONTEXT_BLOCK = re.compile(r"^\s*(<[A-Za-z_][\w\-]*[\s>]|# AGENTS\.md)")
+
+
+def is_context_block(text: str) -> bool:
+    """Is `text` a block a client injects into a user turn (not the user's own words)?"""
+    return bool(_CONTEXT_BLOCK.match(text))
 
 
 @dataclass(frozen=True)
@@ -75,13 +88,89 @@ class StopVocabulary:
     to_anthropic_also: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
+# ----------------------------------------------------------------------------- the neutral model
+@dataclass(frozen=True)
+class Entry:
+    """One entry of a request's conversation as sent: a message (Anthropic, chat) or an input item
+    (Responses; a string `input` reads as one user message). `pointer` is its JSON pointer."""
+
+    pointer: str
+    index: int
+    value: dict
+
+
+@dataclass
+class Turn:
+    """One turn of a conversation, the same on every wire.
+
+    `role` is system (a top-level system prompt, a mid-conversation system entry, a Responses
+    developer message), user, assistant or tool (a chat tool message, a Responses call output).
+    `calls` are (id, name, arguments: parsed where they parse), `results` (call id, text),
+    `thinking` (text, signature or encrypted content). `index` is the entry's position in the
+    request's list (-1 for a top-level system prompt), `pointer` its JSON pointer."""
+
+    role: str
+    texts: list[str] = field(default_factory=list)
+    calls: list[tuple[str, str, Any]] = field(default_factory=list)
+    results: list[tuple[str, str]] = field(default_factory=list)
+    thinking: list[tuple[str, str | None]] = field(default_factory=list)
+    index: int = -1
+    pointer: str = ""
+
+
+@dataclass(frozen=True)
+class Slots:
+    """The parts of a request every reader asks for, read once, the same on every wire."""
+
+    system: str | None  # the system prompt's text (blocks joined), None when there is none
+    prompt: str | None  # the user's own prompt text (`prompt_slot`), None when there is none
+    tools: tuple[OfferedTool, ...]
+    tool_choice: tuple[str, str | None, tuple[str, ...] | None] | None  # `demanded_tool_choice`
+    output_cap: int | None
+    thinking_budget: int | None  # a fixed thinking/reasoning budget in tokens (None: none or adaptive)
+    stop_sequences: tuple[str, ...]
+    stream: bool
+
+
 def _get(obj: Any, key: str, default: Any = None) -> Any:
     if isinstance(obj, dict):
         return obj.get(key, default)
     return getattr(obj, key, default)
 
 
-def _not_an_object(text: str) -> str:
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def text_of(content: Any) -> str:
+    """The text of a content value on any wire: a string, or its text parts joined by newlines
+    (`text`, `input_text`, `output_text`); any other value as compact JSON."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for c in content:
+            if isinstance(c, str):
+                parts.append(c)
+            elif isinstance(c, dict) and c.get("type") in ("text", "input_text", "output_text"):
+                parts.append(str(c.get("text", "")))
+        return "\n".join(parts)
+    if content is None:
+        return ""
+    return json.dumps(content, ensure_ascii=False)
+
+
+def parsed_arguments(value: Any) -> Any:
+    """Call arguments as a request carries them: a JSON string is parsed where it parses."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def not_an_object(text: str) -> str:
     try:
         value = json.loads(text)
     except ValueError as exc:
@@ -89,16 +178,31 @@ def _not_an_object(text: str) -> str:
     return f"arguments are JSON {type(value).__name__}, not an object"
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+def function_call_from_text(call_id: str, name: str, args: Any, pointer: str,
+                            namespace: str | None = None) -> ToolCall:
+    """A ToolCall from arguments that should be a JSON string (chat and Responses function calls);
+    an object is read and named in `not_text`, any other type is a parse error."""
+    if isinstance(args, str):
+        try:
+            parsed = json.loads(args) if args.strip() else {}
+        except json.JSONDecodeError as exc:
+            return ToolCall(call_id, name, None, args, pointer, f"not JSON: {exc}", namespace=namespace)
+        err = None if isinstance(parsed, dict) else f"arguments are JSON {type(parsed).__name__}, not an object"
+        return ToolCall(call_id, name, parsed if isinstance(parsed, dict) else None, args, pointer, err,
+                        namespace=namespace)
+    if isinstance(args, dict):
+        return ToolCall(call_id, name, args, None, pointer, None, type(args).__name__, namespace=namespace)
+    return ToolCall(call_id, name, None, None, pointer, f"arguments are {type(args).__name__}",
+                    type(args).__name__, namespace=namespace)
 
 
+# ----------------------------------------------------------------------------- the Dialect
 @dataclass(frozen=True)
 class Dialect:
-    """What one wire is; subclasses hold the readers that differ between wires."""
+    """What one wire is; subclasses hold the readers and writers that differ between wires."""
 
     name: str
-    module_name: str  # the wire module: check_stream, check_response, check_error, content_started
+    grammar: ModuleType  # the wire's grammar: check_stream, check_response, check_error, content_started
     generation_path: str
     count_tokens_path: str | None
     always_bearer: bool  # the key always goes as `Authorization: Bearer` (else x-api-key unless captured)
@@ -112,25 +216,44 @@ class Dialect:
     matched_stop_key: str | None  # message key naming the stop sequence that ended the turn (None: not told)
     system_at_top: bool = False  # the system prompt is the request's top-level `system` (else a system message)
     cached_input_keys: tuple[str, ...] = ()  # usage keys of prompt tokens counted apart from input_tokens_key
+    conversation_key: str = "messages"  # the request key holding the conversation
+    # The conversation is sent as items the engine must get back unchanged (Responses input items,
+    # store false), rather than as messages a router may translate.
+    carries_items: bool = False
+    # A target may not serve this wire at all (a chat-only server has no /v1/responses): a 404 on
+    # its generation path is the wire missing (`suite.responses.available`), not a refusal.
+    may_be_absent: bool = False
 
-    # ---- the wire module -------------------------------------------------------------------
-    @property
-    def wire(self) -> ModuleType:
-        return importlib.import_module(self.module_name)
+    def __str__(self) -> str:
+        return self.name
 
+    # ---- the grammar -----------------------------------------------------------------------
     def content_started(self, buf: bytes) -> bool:
-        return self.wire.content_started(buf)
+        return self.grammar.content_started(buf)
 
     def check_stream(self, chunks, *, request: dict | None = None):
-        return self.wire.check_stream(chunks, request=request)
+        return self.grammar.check_stream(chunks, request=request)
 
     def check_response(self, body, *, request: dict | None = None):
-        return self.wire.check_response(body, request=request)
+        return self.grammar.check_response(body, request=request)
 
     def check_error(self, status: int, body: bytes):
-        return self.wire.check_error(status, body)
+        return self.grammar.check_error(status, body)
 
-    # ---- sending ---------------------------------------------------------------------------
+    @property
+    def rule_prefix(self) -> str:
+        """The prefix of this wire's grammar check ids (`anthropic.`, `openai.`, ...)."""
+        return f"{self.name}."
+
+    # ---- paths and sending -----------------------------------------------------------------
+    def serves_path(self, path: str) -> bool:
+        """Does `path` end with this wire's generation or count_tokens endpoint?"""
+        return _tail_length(self, path) is not None
+
+    def is_count_tokens(self, path: str) -> bool:
+        p = path.split("?", 1)[0].rstrip("/")
+        return bool(self.count_tokens_path) and p.endswith(self.count_tokens_path.removeprefix("/v1"))
+
     def bearer(self, captured_headers: dict[str, str]) -> bool:
         """Whether the key goes as a bearer token: always on some wires, else when the capture
         shows the client used one (Claude Code with ANTHROPIC_AUTH_TOKEN)."""
@@ -212,7 +335,94 @@ class Dialect:
         What a delivery-timing judge counts; cheaper and narrower than `content_started`."""
         raise NotImplementedError
 
-    # ---- readers of a request --------------------------------------------------------------
+    # ---- readers of a request: the conversation --------------------------------------------
+    def entries(self, request: dict | None) -> list[Entry]:
+        """The conversation's entries as sent (messages, or input items)."""
+        items = (request or {}).get(self.conversation_key)
+        return [Entry(f"/{self.conversation_key}/{i}", i, m) for i, m in enumerate(items or [])
+                if isinstance(m, dict)] if isinstance(items, list) else []
+
+    def turns(self, request: dict | None) -> list[Turn]:
+        """The conversation as neutral turns (see `Turn`), the system prompt first."""
+        raise NotImplementedError
+
+    def chat_messages(self, request: dict | None) -> list[dict]:
+        """The request's conversation as chat-completions messages (a tokenizer's chat template
+        input): the system prompt first, content flattened to its text."""
+        raise NotImplementedError
+
+    def system_text(self, request: dict | None) -> str | None:
+        """The system prompt's text (blocks joined), None when the request has none."""
+        turns = [t for t in self.turns(request) if t.role == "system" and t.index < 0]
+        return "\n".join(turns[0].texts) if turns else None
+
+    def _user_parts(self, entry: dict) -> list[tuple[Any, Any]]:
+        """(holder, key) of each text of a user entry, in order (a string content is one)."""
+        content = entry.get("content")
+        if isinstance(content, str):
+            return [(entry, "content")]
+        return [(part, "text") for part in content if isinstance(part, dict)
+                and part.get("type") in ("text", "input_text") and isinstance(part.get("text"), str)] \
+            if isinstance(content, list) else []
+
+    def _is_user(self, entry: dict) -> bool:
+        return entry.get("role") == "user" and entry.get("type", "message") == "message"
+
+    def _is_model_side(self, entry: dict) -> bool:
+        return entry.get("role") in ("assistant", "tool")
+
+    def prompt_slot(self, request: dict | None) -> tuple[Any, Any] | None:
+        """(holder, key) of the user's own prompt text, in place: the first user entry before the
+        model's first turn that holds text of the user's own (a client's injected context blocks —
+        Claude Code's `<system-reminder>`, Codex's `<environment_context>` — are skipped), its last
+        such text; a string content is all the user's. None when the request has no user text."""
+        first_texts = None
+        for e in self.entries(request):
+            value = e.value
+            if self._is_model_side(value):
+                break
+            if not self._is_user(value):
+                continue
+            parts = self._user_parts(value)
+            if parts and first_texts is None:
+                first_texts = parts
+            if parts and parts[0][1] == "content":
+                return parts[0] if parts[0][0]["content"].strip() else None
+            own = [p for p in parts if p[0]["text"].strip() and not is_context_block(p[0]["text"])]
+            if own:
+                return own[-1]
+        # Only context blocks: the first user entry's last text (a template may hold no own words).
+        return first_texts[-1] if first_texts else None
+
+    def prompt(self, request: dict | None) -> str | None:
+        slot = self.prompt_slot(request)
+        return None if slot is None else slot[0][slot[1]]
+
+    def context_texts(self, request: dict | None) -> list[str]:
+        """Every text a client writes about its environment: the system prompt, system / developer
+        entries, and the context blocks injected into user turns (where a client names its
+        working directory)."""
+        out: list[str] = []
+        for t in self.turns(request):
+            if t.role == "system":
+                out.extend(t.texts)
+        for e in self.entries(request):
+            if self._is_user(e.value):
+                out.extend(h[k] for h, k in self._user_parts(e.value)
+                           if k == "text" and is_context_block(h[k]))
+        return out
+
+    def is_first_request(self, request: dict | None) -> bool:
+        """A loop's first request: a user turn and nothing the model said yet."""
+        roles = [t.role for t in self.turns(request)]
+        return "user" in roles and not any(r in ("assistant", "tool") for r in roles)
+
+    def system_entries(self, request: dict | None) -> list[Entry]:
+        """Mid-conversation system entries (a chat wire's leading system message is its system
+        prompt, not one of these)."""
+        return [e for e in self.entries(request) if e.index > 0 and e.value.get("role") == "system"]
+
+    # ---- readers of a request: everything else ---------------------------------------------
     def offered_tools(self, request: dict | None) -> dict[str, dict | None]:
         """Tool name -> its JSON schema (None for tools without one, e.g. server tools)."""
         raise NotImplementedError
@@ -223,10 +433,13 @@ class Dialect:
         return [OfferedTool(name, schema, "function" if schema is not None else "hosted")
                 for name, schema in self.offered_tools(request).items()]
 
-    def prefix_system(self, body: dict, prefix: str) -> bool:
-        """Put `prefix` at the start of the system prompt of `body` (in place) where this wire
-        keeps it apart from a `messages` list; False: the wire keeps it the common way."""
-        return False
+    def tool_name(self, tool: Any) -> str | None:
+        """The name of one raw tool definition as this wire writes it (None: none)."""
+        if not isinstance(tool, dict):
+            return None
+        fn = tool.get("function")
+        name = tool.get("name") or (fn.get("name") if isinstance(fn, dict) else None)
+        return name if isinstance(name, str) and name else None
 
     def output_cap(self, request: dict | None) -> int | None:
         for key in self.cap_keys:
@@ -235,17 +448,145 @@ class Dialect:
                 return value
         return None
 
+    def thinking_budget(self, request: dict | None) -> int | None:
+        """A fixed thinking budget in tokens the request sets (None: none, adaptive or an effort)."""
+        return None
+
+    def stop_sequences(self, request: dict | None) -> tuple[str, ...]:
+        if self.stop_sequences_key is None:
+            return ()
+        value = (request or {}).get(self.stop_sequences_key)
+        value = [value] if isinstance(value, str) else value
+        return tuple(s for s in value or [] if isinstance(s, str))
+
     def demanded_tool_choice(self, request: dict | None) -> tuple[str, str | None, list[str] | None] | None:
         """What the request's tool_choice demands: ("force", name or None, allowed names or None),
         ("forbid", None, None), or None when it demands nothing (auto, absent, unknown shapes)."""
         raise NotImplementedError
 
-    def chat_messages(self, request: dict | None) -> list[dict]:
-        """The request's conversation as chat-completions messages (a tokenizer's chat template
-        input): the system prompt first, content flattened to its text."""
+    def slots(self, request: dict | None) -> Slots:
+        choice = self.demanded_tool_choice(request)
+        return Slots(
+            system=self.system_text(request),
+            prompt=self.prompt(request),
+            tools=tuple(self.offered_tool_specs(request)),
+            tool_choice=None if choice is None else (choice[0], choice[1], tuple(choice[2]) if choice[2] else None),
+            output_cap=self.output_cap(request),
+            thinking_budget=self.thinking_budget(request),
+            stop_sequences=self.stop_sequences(request),
+            stream=(request or {}).get("stream") is True,
+        )
+
+    # ---- writers: each returns a changed deep copy -----------------------------------------
+    def with_model(self, request: dict, model: str | None) -> dict:
+        if not model or request.get("model") == model:
+            return request
+        out = copy.deepcopy(request)
+        out["model"] = model
+        return out
+
+    def with_prompt(self, request: dict, text: str, *, first_turn: bool = False) -> dict:
+        """The request with the user's own prompt text replaced by `text` (LookupError when it
+        has none); `first_turn`: the conversation also ends after that prompt's entry."""
+        out = copy.deepcopy(request)
+        slot = self.prompt_slot(out)
+        if slot is None:
+            raise LookupError("the request has no user prompt text to replace")
+        holder, key = slot
+        holder[key] = text
+        if first_turn:
+            self._cut_after(out, holder)
+        return out
+
+    def first_turn(self, request: dict) -> dict:
+        """The conversation up to the entry holding the user's prompt (LookupError without one)."""
+        out = copy.deepcopy(request)
+        slot = self.prompt_slot(out)
+        if slot is None:
+            raise LookupError("the request has no user prompt text")
+        self._cut_after(out, slot[0])
+        return out
+
+    def _cut_after(self, request: dict, holder: Any) -> None:
+        items = request.get(self.conversation_key)
+        if not isinstance(items, list):
+            return
+        for i, entry in enumerate(items):
+            content = entry.get("content") if isinstance(entry, dict) else None
+            if entry is holder or (isinstance(content, list) and any(p is holder for p in content)):
+                request[self.conversation_key] = items[: i + 1]
+                return
+
+    def quoted(self, request: dict) -> dict | None:
+        """The same request with the prompt wrapped in literal double quotes (as opencode sends
+        arguments containing spaces); None when the request has no user prompt text."""
+        prompt = self.prompt(request)
+        return None if prompt is None else self.with_prompt(request, f'"{prompt}"')
+
+    def with_tools(self, request: dict, tools: list[dict]) -> dict:
+        """The request offering exactly `tools` (raw definitions in this wire's shape)."""
+        out = copy.deepcopy(request)
+        out["tools"] = copy.deepcopy(tools)
+        return out
+
+    def forcing(self, request: dict, name: str | None = None) -> dict:
+        """The request demanding a tool call (of `name`, else of any offered tool), kept valid."""
         raise NotImplementedError
 
-    # ---- building a request ----------------------------------------------------------------
+    def with_output_cap(self, request: dict, cap: int) -> dict:
+        """The request with its output cap set to `cap` (the key it already uses, else the wire's
+        first), kept valid (a thinking budget that must stay below the cap is lowered)."""
+        out = copy.deepcopy(request)
+        key = next((k for k in self.cap_keys if k in out), self.cap_keys[-1])
+        out[key] = cap
+        return out
+
+    def without_thinking(self, request: dict) -> dict:
+        """The request with extended thinking off (thinking and what depends on it removed)."""
+        out = copy.deepcopy(request)
+        out.pop("thinking", None)
+        out.pop("context_management", None)
+        return out
+
+    def without_system_entries(self, request: dict) -> dict:
+        """The request without mid-conversation system entries."""
+        out = copy.deepcopy(request)
+        items = out.get(self.conversation_key)
+        if isinstance(items, list):
+            out[self.conversation_key] = [m for i, m in enumerate(items)
+                                          if not (i > 0 and isinstance(m, dict) and m.get("role") == "system")]
+        return out
+
+    def salted(self, request: dict, prefix: str) -> dict:
+        """`prefix` at the very start of the system prompt (a run token that defeats prefix and
+        response caches); a request without one gets one."""
+        raise NotImplementedError
+
+    def salted_prefix(self, request: dict, salt: str, *, skip: str | None = None) -> dict:
+        """`salt` at the start of the first system text (not one starting with `skip`) and of the
+        first tool's description: two requests salted alike share it, no earlier one saw it. Both,
+        because a chat template may render the tools or the system text first."""
+        out = copy.deepcopy(request)
+        system = out.get("system")
+        if isinstance(system, str):
+            out["system"] = salt + system
+        else:
+            for b in system or []:
+                if isinstance(b, dict) and isinstance(b.get("text"), str) and not (skip and b["text"].startswith(skip)):
+                    b["text"] = salt + b["text"]
+                    break
+        tools = out.get("tools") or []
+        first = tools[0] if tools and isinstance(tools[0], dict) else None
+        if first is not None:
+            fn = first.get("function") if isinstance(first.get("function"), dict) else first
+            if isinstance(fn.get("description"), str):
+                fn["description"] = salt + fn["description"]
+        return out
+
+    def count_tokens_request(self, request: dict) -> dict | None:
+        """The count_tokens body for a generation request (None: this wire has no count_tokens)."""
+        return None
+
     def invalid_request(self, body: dict) -> tuple[dict, str]:
         """`body` made one the API must refuse (non-stream), and what was broken, for messages."""
         return {**body, "messages": "this is not a list of messages", "stream": False}, "messages is a string"
@@ -256,513 +597,49 @@ class Dialect:
         raise NotImplementedError
 
 
-def _function_tool(tool: dict) -> tuple[str, dict | None] | None:
-    """(name, parameters) of a chat-shaped tool `{function: {name, parameters}}`, else None."""
-    fn = tool.get("function") or {}
-    return (fn["name"], fn.get("parameters")) if fn.get("name") else None
+# ----------------------------------------------------------------------------- the registry
+DIALECTS: dict[str, Dialect] = {}
 
 
-def _function_tools(request: dict | None) -> dict[str, dict | None]:
-    out: dict[str, dict | None] = {}
-    for tool in (request or {}).get("tools") or []:
-        entry = _function_tool(tool) if isinstance(tool, dict) else None
-        if entry is not None:
-            out[entry[0]] = entry[1]
-    return out
+def register_dialect(d: Dialect) -> Dialect:
+    """Add a wire (re-registering the same object is a no-op; another one under a taken name is refused)."""
+    existing = DIALECTS.get(d.name)
+    if existing is not None and existing is not d:
+        raise ValueError(f"a wire named {d.name!r} is registered already")
+    DIALECTS[d.name] = d
+    return d
 
 
-class AnthropicDialect(Dialect):
-    """Anthropic Messages: content blocks, `stop_reason`, x-api-key."""
-
-    def text(self, message: Any) -> str:
-        if message is None:
-            return ""
-        return "".join(_get(b, "text") or "" for b in _get(message, "content") or [] if _get(b, "type") == "text")
-
-    def thinking(self, message: Any) -> str:
-        if not message:
-            return ""
-        return "".join(_get(b, "thinking") or "" for b in _get(message, "content") or []
-                       if _get(b, "type") == "thinking")
-
-    def thinking_blocks(self, message: Any) -> list[tuple[str, str | None]]:
-        if not message:
-            return []
-        return [(str(_get(b, "thinking") or ""), _get(b, "signature")) for b in _get(message, "content") or []
-                if _get(b, "type") == "thinking"]
-
-    def delivers_content(self, event: Any) -> bool:
-        return _get(event, "event") in ("content_block_delta", "content_block_start")
-
-    def tool_calls(self, message: Any, unparsed_input: dict[str, str] | None = None) -> list[ToolCall]:
-        """`tool_use` blocks. `unparsed_input` (streams): pointer of a tool block's input -> its
-        streamed partial_json text, which did not parse (the block keeps `input: {}`)."""
-        if message is None:
-            return []
-        calls: list[ToolCall] = []
-        for i, block in enumerate(_get(message, "content") or []):
-            if _get(block, "type") != "tool_use":
-                continue
-            call_id, name = str(_get(block, "id") or ""), _get(block, "name") or ""
-            pointer = f"/content/{i}/input"
-            text = (unparsed_input or {}).get(pointer)
-            if text is not None:
-                calls.append(ToolCall(call_id, name, None, text, pointer, _not_an_object(text)))
-                continue
-            inp = _get(block, "input")
-            calls.append(ToolCall(call_id, name, inp if isinstance(inp, dict) else None, None, pointer,
-                                  None if isinstance(inp, dict) else f"input is {type(inp).__name__}"))
-        return calls
-
-    def offered_tools(self, request: dict | None) -> dict[str, dict | None]:
-        out: dict[str, dict | None] = {}
-        for tool in (request or {}).get("tools") or []:
-            if not isinstance(tool, dict):
-                continue
-            if tool.get("type") == "function":  # an OpenAI-shaped tool sent to this wire
-                entry = _function_tool(tool)
-                if entry is not None:
-                    out[entry[0]] = entry[1]
-            elif tool.get("name"):
-                out[tool["name"]] = tool.get("input_schema")
-        return out
-
-    def demanded_tool_choice(self, request: dict | None):
-        choice = (request or {}).get("tool_choice")
-        kind = choice.get("type") if isinstance(choice, dict) else None
-        if kind == "any":
-            return "force", None, None
-        if kind == "tool" and isinstance(choice.get("name"), str):
-            return "force", choice["name"], None
-        if kind == "none":
-            return "forbid", None, None
-        return None
-
-    def chat_messages(self, request: dict | None) -> list[dict]:
-        msgs: list[dict] = []
-        system = (request or {}).get("system")
-        if isinstance(system, list):
-            system = "".join(b.get("text", "") for b in system if isinstance(b, dict))
-        if system:
-            msgs.append({"role": "system", "content": system})
-        for m in (request or {}).get("messages", []):
-            content = m.get("content")
-            if isinstance(content, list):
-                content = "".join(b.get("text", "") for b in content if isinstance(b, dict))
-            msgs.append({"role": m.get("role"), "content": content})
-        return msgs
-
-    def one_turn_request(self, model: str, system: str, user_text: str, *, max_tokens: int,
-                         stream: bool) -> dict[str, Any]:
-        return {
-            "model": model,
-            "max_tokens": max_tokens,
-            "system": [{"type": "text", "text": system}],
-            "messages": [{"role": "user", "content": [{"type": "text", "text": user_text}]}],
-            "stream": stream,
-        }
+def dialect(name: str | Dialect) -> Dialect:
+    """The Dialect of a wire name (what users type and the results record stores); a Dialect is
+    returned as it is. An unknown name is refused with the known ones."""
+    if isinstance(name, Dialect):
+        return name
+    try:
+        return DIALECTS[name]
+    except KeyError:
+        raise ValueError(f"unknown api {name!r}: expected one of {', '.join(repr(n) for n in DIALECTS)}") from None
 
 
-class ChatDialect(Dialect):
-    """OpenAI chat completions: one choice's message, `finish_reason`, a bearer token."""
-
-    def text(self, message: Any) -> str:
-        if message is None:
-            return ""
-        content = _get(message, "content")
-        if isinstance(content, list):
-            return "".join(_get(p, "text") or "" for p in content)
-        return content or ""
-
-    def thinking(self, message: Any) -> str:
-        if not message:
-            return ""
-        return _get(message, "reasoning_content") or _get(message, "reasoning") or ""
-
-    def thinking_blocks(self, message: Any) -> list[tuple[str, str | None]]:
-        reasoning = self.thinking(message)
-        return [(str(reasoning), None)] if reasoning else []
-
-    def delivers_content(self, event: Any) -> bool:
-        data = _get(event, "data") or ""
-        return data.strip() != "[DONE]" and '"delta"' in data and (
-            '"content":"' in data.replace(" ", "") or "tool_calls" in data or "reasoning" in data)
-
-    def tool_calls(self, message: Any, unparsed_input: dict[str, str] | None = None) -> list[ToolCall]:
-        """`tool_calls` with `function.arguments` as a JSON string (an object is read, and named
-        in `not_text`: the wire core reports the string rule, the schema can still be judged)."""
-        if message is None:
-            return []
-        calls: list[ToolCall] = []
-        for i, call in enumerate(_get(message, "tool_calls") or []):
-            fn = _get(call, "function") or {}
-            call_id, name = str(_get(call, "id") or ""), _get(fn, "name") or ""
-            args = _get(fn, "arguments")
-            pointer = f"/tool_calls/{i}/function/arguments"
-            if isinstance(args, str):
-                try:
-                    parsed = json.loads(args) if args.strip() else {}
-                except json.JSONDecodeError as exc:
-                    calls.append(ToolCall(call_id, name, None, args, pointer, f"not JSON: {exc}"))
-                    continue
-                err = None if isinstance(parsed, dict) else f"arguments are JSON {type(parsed).__name__}, not an object"
-                calls.append(ToolCall(call_id, name, parsed if isinstance(parsed, dict) else None, args, pointer, err))
-            elif isinstance(args, dict):
-                calls.append(ToolCall(call_id, name, args, None, pointer, None, type(args).__name__))
-            else:
-                calls.append(ToolCall(call_id, name, None, None, pointer, f"arguments are {type(args).__name__}",
-                                      type(args).__name__))
-        return calls
-
-    def offered_tools(self, request: dict | None) -> dict[str, dict | None]:
-        return _function_tools(request)
-
-    def demanded_tool_choice(self, request: dict | None):
-        choice = (request or {}).get("tool_choice")
-        if choice == "required":
-            return "force", None, None
-        if choice == "none":
-            return "forbid", None, None
-        if isinstance(choice, dict):
-            if choice.get("type") == "function":
-                fn = choice.get("function")
-                name = fn.get("name") if isinstance(fn, dict) else None
-                return ("force", name, None) if isinstance(name, str) else None
-            allowed = choice.get("allowed_tools") if isinstance(choice.get("allowed_tools"), dict) else None
-            if choice.get("type") == "allowed_tools" and allowed and allowed.get("mode") == "required":
-                names = [((t.get("function") or {}).get("name") if isinstance(t.get("function"), dict) else t.get("name"))
-                         for t in allowed.get("tools") or [] if isinstance(t, dict)]
-                return "force", None, [n for n in names if isinstance(n, str)] or None
-        return None
-
-    def chat_messages(self, request: dict | None) -> list[dict]:
-        return (request or {}).get("messages", [])
-
-    def one_turn_request(self, model: str, system: str, user_text: str, *, max_tokens: int,
-                         stream: bool) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "model": model,
-            "max_tokens": max_tokens,
-            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user_text}],
-            "stream": stream,
-        }
-        if stream:
-            body["stream_options"] = {"include_usage": True}
-        return body
+def _tail_length(d: Dialect, path: str) -> int | None:
+    p = path.split("?", 1)[0].rstrip("/")
+    best = None
+    for endpoint in (d.generation_path, d.count_tokens_path):
+        tail = endpoint.removeprefix("/v1") if endpoint else None
+        if tail and p.endswith(tail) and (best is None or len(tail) > best):
+            best = len(tail)
+    return best
 
 
-_RESPONSES_TOOL_ITEMS = ("function_call", "custom_tool_call")
-_RESPONSES_CONTENT_EVENTS = frozenset({
-    "response.output_text.delta", "response.refusal.delta", "response.reasoning_text.delta",
-    "response.reasoning_summary_text.delta", "response.function_call_arguments.delta",
-    "response.custom_tool_call_input.delta"})
-
-
-def _responses_text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    return "".join(_get(p, "text") or "" for p in content or [] if isinstance(_get(p, "text"), str))
-
-
-class ResponsesDialect(Dialect):
-    """OpenAI Responses API: a Response whose `output` is a list of items (message, reasoning,
-    function_call, custom_tool_call, hosted calls), `status` + `incomplete_details`, a bearer token.
-
-    Stop reasons are read from the Response (the API has no single field): `incomplete_details.
-    reason` when the status is incomplete (max_output_tokens, content_filter), `tool_call` when a
-    completed response holds function or custom tool calls, else the status (completed, failed)."""
-
-    def stop_reason(self, message: Any) -> Any:
-        if message is None:
-            return None
-        status = _get(message, "status")
-        if status == "incomplete":
-            details = _get(message, "incomplete_details")
-            reason = _get(details, "reason") if details is not None else None
-            return reason if isinstance(reason, str) else "incomplete"
-        if status == "completed" and any(_get(i, "type") in _RESPONSES_TOOL_ITEMS
-                                         for i in _get(message, "output") or []):
-            return "tool_call"
-        return status
-
-    def describe_cut(self, reason: str) -> str:
-        by = "by the output cap" if reason == "max_output_tokens" else "short"
-        return f"cut {by} (status incomplete, incomplete_details.reason {reason!r})"
-
-    def _items(self, message: Any, kind: str) -> list:
-        if message is None:
-            return []
-        return [i for i in _get(message, "output") or [] if _get(i, "type") == kind]
-
-    def text(self, message: Any) -> str:
-        return "".join(_get(p, "text") or "" for m in self._items(message, "message")
-                       for p in _get(m, "content") or [] if _get(p, "type") == "output_text")
-
-    def thinking(self, message: Any) -> str:
-        return "".join(text for text, _sig in self.thinking_blocks(message))
-
-    def thinking_blocks(self, message: Any) -> list[tuple[str, str | None]]:
-        """Each reasoning item: its summary and reasoning text, and its `encrypted_content`."""
-        out = []
-        for item in self._items(message, "reasoning"):
-            text = _responses_text_of(_get(item, "summary")) + _responses_text_of(_get(item, "content"))
-            sig = _get(item, "encrypted_content")
-            out.append((text, sig if isinstance(sig, str) else None))
-        return out
-
-    def delivers_content(self, event: Any) -> bool:
-        data = _get(event, "data") or ""
-        if ".delta" not in data:
-            return False
-        try:
-            kind = json.loads(data).get("type")
-        except (ValueError, AttributeError):
-            return False
-        return isinstance(kind, str) and kind in _RESPONSES_CONTENT_EVENTS
-
-    def tool_calls(self, message: Any, unparsed_input: dict[str, str] | None = None) -> list[ToolCall]:
-        """`function_call` items (arguments a JSON string, read like chat's) and `custom_tool_call`
-        items (kind "custom": the raw `input` text, never parsed)."""
-        if message is None:
-            return []
-        calls: list[ToolCall] = []
-        for i, item in enumerate(_get(message, "output") or []):
-            kind = _get(item, "type")
-            if kind not in _RESPONSES_TOOL_ITEMS:
-                continue
-            call_id, name = str(_get(item, "call_id") or _get(item, "id") or ""), _get(item, "name") or ""
-            ns = _get(item, "namespace")
-            ns = ns if isinstance(ns, str) and ns else None
-            if kind == "custom_tool_call":
-                raw = _get(item, "input")
-                calls.append(ToolCall(call_id, name, None, raw if isinstance(raw, str) else None, f"/output/{i}/input",
-                                      None if isinstance(raw, str) else f"input is {type(raw).__name__}",
-                                      None if isinstance(raw, str) else type(raw).__name__, "custom", ns))
-                continue
-            args = _get(item, "arguments")
-            pointer = f"/output/{i}/arguments"
-            if isinstance(args, str):
-                try:
-                    parsed = json.loads(args) if args.strip() else {}
-                except json.JSONDecodeError as exc:
-                    calls.append(ToolCall(call_id, name, None, args, pointer, f"not JSON: {exc}", namespace=ns))
-                    continue
-                err = None if isinstance(parsed, dict) else f"arguments are JSON {type(parsed).__name__}, not an object"
-                calls.append(ToolCall(call_id, name, parsed if isinstance(parsed, dict) else None, args, pointer, err,
-                                      namespace=ns))
-            elif isinstance(args, dict):
-                calls.append(ToolCall(call_id, name, args, None, pointer, None, type(args).__name__, namespace=ns))
-            else:
-                calls.append(ToolCall(call_id, name, None, None, pointer, f"arguments are {type(args).__name__}",
-                                      type(args).__name__, namespace=ns))
-        return calls
-
-    def offered_tool_specs(self, request: dict | None) -> list[OfferedTool]:
-        """`function` (parameters, strict), `custom` (freeform; its grammar), `namespace` (the
-        function / custom tools inside, each with its namespace) and hosted tools (`web_search`,
-        `file_search`, ...: named by their type, run by the server)."""
-        out: list[OfferedTool] = []
-
-        def one(tool: dict, ns: str | None) -> None:
-            kind, name = tool.get("type"), tool.get("name")
-            if kind == "function" and isinstance(name, str) and name:
-                params = tool.get("parameters")
-                out.append(OfferedTool(name, params if isinstance(params, dict) else {"type": "object"}, "function",
-                                       ns, tool.get("strict") is True))
-            elif kind == "custom" and isinstance(name, str) and name:
-                fmt = tool.get("format") if isinstance(tool.get("format"), dict) else {}
-                grammar = fmt.get("definition") if isinstance(fmt.get("definition"), str) else None
-                out.append(OfferedTool(name, None, "custom", ns, grammar=grammar))
-            elif kind == "namespace" and ns is None:
-                for inner in tool.get("tools") or []:
-                    if isinstance(inner, dict):
-                        one(inner, name if isinstance(name, str) else "")
-            elif isinstance(kind, str) and kind:
-                out.append(OfferedTool(name if isinstance(name, str) and name else kind, None, "hosted", ns))
-
-        for tool in (request or {}).get("tools") or []:
-            if isinstance(tool, dict):
-                one(tool, None)
-        return out
-
-    def offered_tools(self, request: dict | None) -> dict[str, dict | None]:
-        """Tool name -> schema; a namespaced tool under its own name (what its call's `name` is)."""
-        return {t.name: t.schema for t in self.offered_tool_specs(request)}
-
-    def demanded_tool_choice(self, request: dict | None):
-        choice = (request or {}).get("tool_choice")
-        if choice == "required":
-            return "force", None, None
-        if choice == "none":
-            return "forbid", None, None
-        if isinstance(choice, dict):
-            kind = choice.get("type")
-            if kind in ("function", "custom") and isinstance(choice.get("name"), str):
-                return "force", choice["name"], None
-            if kind == "allowed_tools" and choice.get("mode") == "required":
-                names = [t.get("name") for t in choice.get("tools") or [] if isinstance(t, dict)]
-                return "force", None, [n for n in names if isinstance(n, str)] or None
-        return None
-
-    def chat_messages(self, request: dict | None) -> list[dict]:
-        request = request or {}
-        msgs: list[dict] = []
-        if isinstance(request.get("instructions"), str) and request["instructions"]:
-            msgs.append({"role": "system", "content": request["instructions"]})
-        inp = request.get("input")
-        if isinstance(inp, str):
-            return msgs + [{"role": "user", "content": inp}]
-        for item in inp or []:
-            if not isinstance(item, dict):
-                continue
-            kind = item.get("type", "message")
-            if kind == "message":
-                role = item.get("role")
-                msgs.append({"role": "system" if role in ("system", "developer") else role,
-                             "content": _responses_text_of(item.get("content"))})
-            elif kind in _RESPONSES_TOOL_ITEMS:
-                body = item.get("arguments") if kind == "function_call" else item.get("input")
-                msgs.append({"role": "assistant", "content": f"{item.get('name')}: {body}"})
-            elif kind in ("function_call_output", "custom_tool_call_output"):
-                out = item.get("output")
-                msgs.append({"role": "tool", "content": out if isinstance(out, str) else _responses_text_of(out)})
-            elif kind == "reasoning":
-                text = _responses_text_of(item.get("summary")) + _responses_text_of(item.get("content"))
-                if text:
-                    msgs.append({"role": "assistant", "content": text})
-        return msgs
-
-    def prefix_system(self, body: dict, prefix: str) -> bool:
-        """`instructions` when the request has them, else the first developer / system input
-        message, else a new developer message at the start of `input`."""
-        if isinstance(body.get("instructions"), str):
-            body["instructions"] = prefix + body["instructions"]
-            return True
-        inp = body.get("input")
-        if isinstance(inp, str):
-            inp = body["input"] = [{"type": "message", "role": "user", "content": inp}]
-        if not isinstance(inp, list):
-            return False
-        for item in inp:
-            if isinstance(item, dict) and item.get("type", "message") == "message" and \
-                    item.get("role") in ("developer", "system"):
-                content = item.get("content")
-                if isinstance(content, str):
-                    item["content"] = prefix + content
-                    return True
-                if isinstance(content, list) and content and isinstance(content[0], dict) \
-                        and isinstance(content[0].get("text"), str):
-                    content[0]["text"] = prefix + content[0]["text"]
-                    return True
-        inp.insert(0, {"type": "message", "role": "developer",
-                       "content": [{"type": "input_text", "text": prefix.rstrip()}]})
-        return True
-
-    def invalid_request(self, body: dict) -> tuple[dict, str]:
-        # a string is a valid `input` here: a number is not (neither a string nor a list of items)
-        return {**body, "input": 12345, "stream": False}, "input is a number"
-
-    def one_turn_request(self, model: str, system: str, user_text: str, *, max_tokens: int,
-                         stream: bool) -> dict[str, Any]:
-        return {
-            "model": model,
-            "instructions": system,
-            "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": user_text}]}],
-            "max_output_tokens": max_tokens,
-            "stream": stream,
-            "store": False,
-        }
-
-
-# Facts from the API references (WIRE.md): Anthropic stop_reason values and the cut ones
-# (conformance.wire.anthropic.CUT_STOP_REASONS); OpenAI finish_reason values and the cut ones
-# (conformance.wire.openai.CUT_FINISH_REASONS), kept equal to the wire modules by a test.
-ANTHROPIC = AnthropicDialect(
-    name="anthropic",
-    module_name="conformance.wire.anthropic",
-    generation_path="/v1/messages",
-    count_tokens_path="/v1/messages/count_tokens",
-    always_bearer=False,
-    default_headers=(("anthropic-version", "2023-06-01"),),
-    stops=StopVocabulary(
-        field="stop_reason", natural="end_turn", final=("end_turn",), tool=("tool_use",), cap="max_tokens",
-        cut=frozenset({"max_tokens", "pause_turn", "refusal", "model_context_window_exceeded"}),
-        caps=frozenset({"max_tokens", "model_context_window_exceeded"}),
-    ),
-    output_tokens_key="output_tokens",
-    input_tokens_key="input_tokens",
-    cap_keys=("max_tokens",),
-    structured_call="tool_use block",
-    system_at_top=True,
-    stop_sequences_key="stop_sequences",
-    matched_stop_key="stop_sequence",
-    # Cached prompt tokens are counted apart here (OpenAI's prompt_tokens includes its cached part).
-    cached_input_keys=ANTHROPIC_CACHED_INPUT_KEYS,
-)
-OPENAI = ChatDialect(
-    name="openai",
-    module_name="conformance.wire.openai",
-    generation_path="/v1/chat/completions",
-    count_tokens_path=None,
-    always_bearer=True,
-    default_headers=(),
-    stops=StopVocabulary(
-        field="finish_reason", natural="stop", final=("stop",), tool=("tool_calls",), cap="length",
-        cut=frozenset({"length", "content_filter"}),
-        caps=frozenset({"length", "content_filter"}),
-        forced_tool=("stop",),  # a named tool_choice may finish with stop on this wire (FAULTS.md valid variations)
-        to_anthropic={"length": "max_tokens", "stop": "end_turn", "tool_calls": "tool_use",
-                      "function_call": "tool_use", "content_filter": "refusal"},
-        # `stop` is also a matched stop sequence; a filtered answer may reach Anthropic as a plain end.
-        to_anthropic_also={"stop": ("stop_sequence",), "content_filter": ("end_turn",)},
-    ),
-    output_tokens_key="completion_tokens",
-    input_tokens_key="prompt_tokens",
-    cap_keys=("max_completion_tokens", "max_tokens"),
-    structured_call="tool_calls",
-    stop_sequences_key="stop",
-    matched_stop_key=None,
-)
-# OpenAI Responses API reference: Response.status, incomplete_details.reason (max_output_tokens,
-# content_filter), no stop sequences, `max_output_tokens`; what Codex CLI speaks (WIRE.md).
-RESPONSES = ResponsesDialect(
-    name="responses",
-    module_name="conformance.wire.responses",
-    generation_path="/v1/responses",
-    count_tokens_path=None,
-    always_bearer=True,
-    default_headers=(),
-    stops=StopVocabulary(
-        field="status", natural="completed", final=("completed",), tool=("tool_call",), cap="max_output_tokens",
-        cut=frozenset({"max_output_tokens", "content_filter"}),
-        caps=frozenset({"max_output_tokens", "content_filter"}),
-        forced_tool=("completed",),
-        to_anthropic={"completed": "end_turn", "tool_call": "tool_use", "max_output_tokens": "max_tokens",
-                      "content_filter": "refusal"},
-        to_anthropic_also={"completed": ("stop_sequence",), "content_filter": ("end_turn",)},
-    ),
-    output_tokens_key="output_tokens",
-    input_tokens_key="input_tokens",
-    cap_keys=("max_output_tokens",),
-    structured_call="function_call / custom_tool_call items",
-    stop_sequences_key=None,
-    matched_stop_key=None,
-)
-
-DIALECTS: dict[str, Dialect] = {d.name: d for d in (ANTHROPIC, OPENAI, RESPONSES)}
-
-
-def api_for_path(path: str) -> str | None:
+def dialect_for_path(path: str) -> Dialect | None:
     """The wire of a request path: the Dialect whose generation or count_tokens endpoint the path
     ends with, under any mount prefix (/v1, /anthropic/v1, none) and ignoring a query; None for
     any other path. The one path -> wire map (captures, hops, the exchange judge)."""
-    p = path.split("?", 1)[0].rstrip("/")
-    best: tuple[int, str] | None = None
+    best: tuple[int, Dialect] | None = None
     for d in DIALECTS.values():
-        for endpoint in (d.generation_path, d.count_tokens_path):
-            tail = endpoint.removeprefix("/v1") if endpoint else None
-            if tail and p.endswith(tail) and (best is None or len(tail) > best[0]):
-                best = (len(tail), d.name)
+        n = _tail_length(d, path)
+        if n is not None and (best is None or n > best[0]):
+            best = (n, d)
     return best[1] if best else None
 
 
@@ -772,9 +649,5 @@ def is_generation_path(path: str) -> bool:
     return any(p.endswith(d.generation_path.removeprefix("/v1")) for d in DIALECTS.values())
 
 
-def dialect(api: str) -> Dialect:
-    """The Dialect of an API name; an unknown name is refused with the known ones."""
-    try:
-        return DIALECTS[api]
-    except KeyError:
-        raise ValueError(f"unknown api {api!r}: expected one of {', '.join(repr(n) for n in DIALECTS)}") from None
+def is_count_tokens_path(path: str) -> bool:
+    return any(d.is_count_tokens(path) for d in DIALECTS.values())

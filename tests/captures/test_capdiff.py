@@ -92,8 +92,8 @@ def test_drift_summary_of_the_two_claude_code_releases(snapshot):
     measured by hand (thinking.display, max_tokens, model, effort, the deferred tool beside
     ToolSearch, betas in and out, the empty system entry of --bare, Read / Bash parameters, the
     per-conversation billing header, HEAD / grouped)."""
+    from conformance.capture.corpus import load_captures
     from conformance.capture.diff import SUMMARY_COLUMNS, SUMMARY_LINES, drift_summary
-    from conformance.capture.format import load_captures
 
     text = drift_summary(load_captures(OLD_CC), load_captures(NEW_CC))
     lines = text.splitlines()

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from conformance.capture import codex
+from conformance.capture.corpus import load_captures
 from conformance.capture.diff import diff_paths, format_diff
-from conformance.capture.format import load_captures
 from conformance.capture.recapture import main
 from conformance.core.paths import captured_dir
 

@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from conformance.capture.format import iter_capture_files, load_capture, load_captures
+from conformance.capture.corpus import iter_capture_files, load_captures
+from conformance.capture.format import load_capture
 from conformance.capture.redact import SECRET_PATTERNS
 from conformance.cli import main
 from conformance.core.paths import captured_dir

@@ -19,8 +19,8 @@ import pytest
 
 from conformance.capture.format import load_capture
 from conformance.capture.proxy import STOPPED_NOTE
-from conformance.clients.live import ClientNotFound, _env_claude, _env_opencode, find_binary, opencode_config
 from conformance.engine.launch import serve_engine_in_thread
+from conformance.loop.live import ClientNotFound, _env_claude, _env_opencode, find_binary, opencode_config
 from conformance.loop.sandbox import Sandbox
 from conformance.loop.scenarios import get_scenario
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conformance.capture import recapture
-from conformance.capture.format import load_captures
+from conformance.capture.corpus import load_captures
 from conformance.cli import main
 from conformance.core.paths import captured_dir, fixtures_dir
 from conformance.report.baseline import migrate_key

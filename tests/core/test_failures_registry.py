@@ -2,7 +2,6 @@
 
 import pytest
 
-from conformance.checks import catalog
 from conformance.core import registry
 from conformance.core.failures import Violation, Where
 from conformance.report.text import ConformanceFailure, format_violation
@@ -65,7 +64,7 @@ def test_conformance_failure_is_an_assertion_error_listing_errors_before_warning
 
 
 def test_every_registered_check_has_a_title_and_a_valid_severity():
-    specs = catalog.load_all()
+    specs = registry.registered()
     assert specs, "load_all() found no checks"
     for s in specs:
         assert s.title.strip(), s.id

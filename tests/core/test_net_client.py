@@ -2,7 +2,7 @@
 
 from conformance.net.target import Target, content_predicate, tls_context
 from conformance.net.transport import Deadlines
-from conformance.wire.dialect import ANTHROPIC, OPENAI
+from conformance.wire import ANTHROPIC, CHAT
 
 
 def test_url_joins_without_doubling_v1():
@@ -31,7 +31,7 @@ def test_key_style_per_dialect():
 
 def test_content_predicate_is_the_dialects():
     assert content_predicate("anthropic") == ANTHROPIC.content_started
-    assert content_predicate("openai") == OPENAI.content_started
+    assert content_predicate("openai") == CHAT.content_started
     assert content_predicate(None) is None and content_predicate("other") is None
 
 

@@ -29,7 +29,9 @@ def test_wheel_ships_captures_fixtures_and_schemas(wheel):
             if src.is_file() and "__pycache__" not in src.parts:
                 rel = src.relative_to(ROOT).as_posix()
                 assert f"conformance/_data/{rel}" in names, f"{rel} is not in the wheel"
-    for src in (ROOT / "conformance" / "schemas").rglob("*.json"):
+    schemas = list((ROOT / "conformance" / "wire").glob("*/schemas/*.json"))
+    assert schemas
+    for src in schemas:
         assert src.relative_to(ROOT).as_posix() in names
 
 
@@ -38,8 +40,9 @@ def test_installed_copy_resolves_data_from_any_directory(wheel, tmp_path):
     with zipfile.ZipFile(wheel) as zf:
         zf.extractall(site)
     code = (
-        "import conformance.core.paths as d, json;"
-        "print(json.dumps([str(d.captured_dir()), str(d.fixtures_dir()), str(d.schemas_dir())]))"
+        "import conformance.core.paths as d, conformance.wire.base as b, json;"
+        "print(json.dumps([str(d.captured_dir()), str(d.fixtures_dir()),"
+        " str(b.schema_path('anthropic.message').parent)]))"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd="/tmp", capture_output=True, text=True,
                           env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}, timeout=60)

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from conformance.capture.corpus import iter_capture_files
 from conformance.capture.format import (
     Capture,
     CapturedRequest,
@@ -12,7 +13,6 @@ from conformance.capture.format import (
     Chunk,
     Exchange,
     capture_to_json,
-    iter_capture_files,
     load_capture,
     save_capture,
 )

@@ -16,7 +16,7 @@ from conformance.checks.exchange import check_exchange
 from conformance.net.transport import MIB, ContentWatch, Deadlines, Limits, send_sync
 from conformance.report.artifacts import write_failure_folder
 from conformance.suite.session import Sent
-from conformance.wire.dialect import ANTHROPIC
+from conformance.wire import ANTHROPIC
 from tests.loopback import serve_app_in_thread
 
 WRITE = 64 * 1024  # the server's write size; httpx hands chunks of at most this size here

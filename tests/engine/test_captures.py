@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.capture.format import load_captures
+from conformance.capture.corpus import load_captures
 from conformance.core.paths import captured_dir
 
 from .helpers import post
@@ -49,7 +49,7 @@ def test_capture_through_sdk_and_wire_core(engine_url, req):
     if path.endswith("/messages"):
         import anthropic
 
-        from conformance.wire import anthropic as anthropic_wire
+        from conformance.wire.anthropic import grammar as anthropic_wire
 
         c = anthropic.Anthropic(base_url=engine_url, api_key="sk-test", max_retries=0)
         rest = {k: v for k, v in body.items() if k not in ("model", "messages", "max_tokens", "stream")}
@@ -68,7 +68,7 @@ def test_capture_through_sdk_and_wire_core(engine_url, req):
     if path.endswith("/chat/completions"):
         import openai
 
-        from conformance.wire import openai as openai_wire
+        from conformance.wire.chat import grammar as openai_wire
 
         c = openai.OpenAI(base_url=engine_url + "/v1", api_key="sk-test", max_retries=0)
         rest = {k: v for k, v in body.items() if k not in ("model", "messages", "stream", "stream_options")}

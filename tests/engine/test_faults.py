@@ -163,8 +163,8 @@ def test_tool_choice_ignored_changes_nothing_without_a_forced_choice():
 
 
 def test_error_envelope_wrong():
-    from conformance.wire import anthropic as anthropic_wire
-    from conformance.wire import openai as openai_wire
+    from conformance.wire.anthropic import grammar as anthropic_wire
+    from conformance.wire.chat import grammar as openai_wire
 
     with engine("error-envelope-wrong") as url:
         s, _, c = post(url, "/v1/messages", {"model": "m", "messages": []})

@@ -50,8 +50,8 @@ def test_scenario_files_valid_against_schema():
 
 def _wire_core_passes(url, api, body):
     """The same turn, sent raw, passes the wire core's stream checks."""
-    from conformance.wire import anthropic as anthropic_wire
-    from conformance.wire import openai as openai_wire
+    from conformance.wire.anthropic import grammar as anthropic_wire
+    from conformance.wire.chat import grammar as openai_wire
 
     path = "/v1/messages" if api == "anthropic" else "/v1/chat/completions"
     status, _, chunks = post(url, path, body)

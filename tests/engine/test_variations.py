@@ -46,9 +46,9 @@ def _raw(url: str, wire: str, body: dict) -> tuple[dict, bytes, int]:
 def _accumulate(wire: str, data: bytes, body: dict):
     """The wire core's verdict on the stream: (message, error texts)."""
     if wire == V.ANTHROPIC:
-        from conformance.wire import anthropic as judge
+        from conformance.wire.anthropic import grammar as judge
     else:
-        from conformance.wire import openai as judge
+        from conformance.wire.chat import grammar as judge
     report = judge.check_stream([data], request=body)
     return report.message, [str(v) for v in report.violations if v.severity == "error"]
 

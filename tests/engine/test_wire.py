@@ -52,7 +52,7 @@ REQUESTS = {
 
 @pytest.mark.parametrize("name", sorted(REQUESTS))
 def test_anthropic_stream_passes_wire_core(engine_url, name):
-    from conformance.wire import anthropic as anthropic_wire
+    from conformance.wire.anthropic import grammar as anthropic_wire
 
     body = REQUESTS[name]
     status, headers, chunks = post(engine_url, "/v1/messages?beta=true", body)
@@ -70,7 +70,7 @@ def test_anthropic_stream_passes_wire_core(engine_url, name):
 
 @pytest.mark.parametrize("name", ["tool-call", "plain", "stop", "length", "reasoning"])
 def test_openai_stream_passes_wire_core(engine_url, name):
-    from conformance.wire import openai as openai_wire
+    from conformance.wire.chat import grammar as openai_wire
 
     body = {"tool-call": _o_body(), "plain": _o_body(tools=None),
             "stop": _o_body(messages=[{"role": "user", "content": "hello"}], stop=["five"]),
@@ -149,7 +149,7 @@ def test_count_tokens_matches_usage(engine_url):
 
 
 def test_thinking_without_signature_refused(engine_url):
-    from conformance.wire import anthropic as anthropic_wire
+    from conformance.wire.anthropic import grammar as anthropic_wire
 
     msgs = [{"role": "user", "content": "hi"},
             {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "x"}]},
@@ -167,7 +167,7 @@ def test_thinking_without_signature_refused(engine_url):
     ({"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": [{"type": "bogus"}]}]}, "bogus"),
 ])
 def test_anthropic_invalid_requests(engine_url, body, needle):
-    from conformance.wire import anthropic as anthropic_wire
+    from conformance.wire.anthropic import grammar as anthropic_wire
 
     status, _, chunks = post(engine_url, "/v1/messages", body)
     data = b"".join(chunks)
@@ -176,7 +176,7 @@ def test_anthropic_invalid_requests(engine_url, body, needle):
 
 
 def test_openai_strictness_follows_vllm(engine_url):
-    from conformance.wire import openai as openai_wire
+    from conformance.wire.chat import grammar as openai_wire
 
     base = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
     for effort in ("none", "minimal", "low", "medium", "high", "xhigh", "max"):
@@ -225,8 +225,8 @@ def test_received_log_redacts_secrets(engine_url):
 
 
 def test_robustness_bad_bodies_do_not_kill_the_server(engine_url):
-    from conformance.wire import anthropic as anthropic_wire
-    from conformance.wire import openai as openai_wire
+    from conformance.wire.anthropic import grammar as anthropic_wire
+    from conformance.wire.chat import grammar as openai_wire
 
     s, _, c = post(engine_url, "/v1/messages", None, raw=b'{"model": "m", "max_tok')
     assert s == 400 and not anthropic_wire.check_error(s, b"".join(c))

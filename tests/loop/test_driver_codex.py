@@ -20,7 +20,7 @@ from conformance.loop.driver import (
 from conformance.loop.sandbox import Sandbox, ToolOutcome
 from conformance.loop.scenarios import get_scenario
 from conformance.loop.tools import CLIENT_FOR_API, offered_tool_names
-from conformance.wire.dialect import RESPONSES
+from conformance.wire import RESPONSES
 
 API = RESPONSES.name
 PATCH = "*** Begin Patch\n*** Update File: notes.txt\n@@\n-mode=draft\n+mode=final\n*** End Patch\n"

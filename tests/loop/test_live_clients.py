@@ -13,8 +13,8 @@ from __future__ import annotations
 import pytest
 
 from conformance.capture.recapture import RELEASES
-from conformance.clients.live import ClientNotFound, find_binary, find_release_binary, run_live
 from conformance.engine.launch import spawn_engine
+from conformance.loop.live import ClientNotFound, find_binary, find_release_binary, run_live
 from conformance.loop.scenarios import get_scenario
 
 pytestmark = pytest.mark.live
@@ -103,7 +103,7 @@ def test_the_driver_appends_what_codex_appends(engine_cli, tmp_path):
     (reasoning, exec_command call and output, apply_patch call and output) have the same kinds,
     keys in the same order, and the same output framing."""
     from conformance.loop.driver import LoopDriver
-    from conformance.wire.dialect import RESPONSES
+    from conformance.wire import RESPONSES
 
     scenario = get_scenario("edit-file")
     live = run_live("codex", scenario, engine_cli, binary=_binary("codex"), deadline=PASS_DEADLINE, workdir=tmp_path)

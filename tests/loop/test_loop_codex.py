@@ -10,7 +10,7 @@ import pytest
 from conformance.loop.driver import LoopDriver, scenario_runs_on
 from conformance.loop.sandbox import ToolOutcome
 from conformance.loop.scenarios import get_scenario, load_scenarios
-from conformance.wire.dialect import RESPONSES
+from conformance.wire import RESPONSES
 
 from .conftest import engine
 

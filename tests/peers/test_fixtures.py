@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from conformance.checks import catalog
 from conformance.core import registry
 from conformance.peers.expect import ExpectationError, merge, validate_findings
 from conformance.peers.stacks import STACKS
@@ -30,7 +29,7 @@ def test_fixture_is_a_baseline_with_findings_for_every_known_check(path):
     doc = json.loads(path.read_text(encoding="utf-8"))
     findings = doc["findings"]
     assert validate_findings(findings) == []
-    catalog.load_all()
+    registry.registered()
     for check in findings:
         assert registry.lookup(check) is not None, f"{path.name}: {check} is not a registered check id"
     for test, checks in baseline.known.items():

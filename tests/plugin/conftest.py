@@ -19,7 +19,7 @@ import conformance.net.transport  # noqa: F401,E402
 import conformance.suite.check_context  # noqa: F401,E402
 import conformance.suite.session  # noqa: F401,E402
 import conformance.wire.anthropic  # noqa: F401,E402
-import conformance.wire.openai  # noqa: F401,E402
+import conformance.wire.chat  # noqa: F401,E402
 from conformance.core.results import Result, read_results
 
 # pytester is enabled in tests/conftest.py (pytest_plugins only works in the top-level conftest)

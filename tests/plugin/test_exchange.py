@@ -121,7 +121,7 @@ def test_salt_goes_first_and_quoted_wraps_the_prompt():
     s = salted(body, "anthropic", "abc123abc123")
     assert s["system"][0]["text"].startswith("[conformance-run abc123abc123] You are Claude Code.")
     assert body["system"][0]["text"] == "You are Claude Code."  # the original is untouched
-    q = quoted(body)
+    q = quoted(body, "anthropic")
     assert q["messages"][0]["content"][1]["text"] == '"say hi"'
     assert q["messages"][0]["content"][0]["text"] == "<system-reminder>x</system-reminder>"
     oa = salted({"messages": [{"role": "user", "content": "hi"}]}, "openai", "t0")

@@ -1,4 +1,4 @@
-"""Which binary a live test runs for a release (conformance/clients/live.py find_release_binary,
+"""Which binary a live test runs for a release (conformance/loop/live.py find_release_binary,
 conformance/suite/test_live.py): the lookup order, and the message naming the env variable when a
 selected release has none. Real files and processes: a scratch npm-style prefix whose
 `node_modules/.bin/claude` is a script printing its version (no CLI needed)."""
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.clients.live import ClientNotFound, find_release_binary, release_env
+from conformance.loop.live import ClientNotFound, find_release_binary, release_env
 from conformance.plugin import SUITE_DIR
 
 LIVE_SUITE = str(SUITE_DIR / "test_live.py")

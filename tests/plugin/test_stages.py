@@ -7,7 +7,7 @@ import json
 import pytest
 
 from conformance.checks.exchange import STAGES, ExchangeState, check_exchange, judge_stages
-from conformance.checks.outcome import CheckOutcome
+from conformance.core.verdict import Verdict
 from conformance.net.transport import RawExchange
 
 ORDER = ["transport", "status", "endpoint", "grammar", "cap", "structured", "choice", "arguments", "model_identity"]
@@ -68,7 +68,7 @@ def test_every_stage_returns_check_outcomes(request_):
     state = ExchangeState.start(raw(200, json.dumps(CALL).encode()), request_, api="anthropic")
     for stage in STAGES:
         got = stage(state)
-        assert isinstance(got, list) and all(isinstance(o, CheckOutcome) for o in got), stage.__name__
+        assert isinstance(got, list) and all(isinstance(o, Verdict) for o in got), stage.__name__
         assert state.ended_by is None, stage.__name__
 
 
@@ -85,4 +85,4 @@ def test_the_verdict_is_the_stage_outcomes_folded_in_order():
 
 def test_an_outcome_outside_the_results_vocabulary_is_refused():
     with pytest.raises(ValueError):
-        CheckOutcome("x.y", "fine")
+        Verdict("x.y", "fine")

@@ -63,7 +63,7 @@ def test_classify_names_what_broke():
     assert classify(_raw(None, "connect"), []) == "connection refused"
     assert classify(_raw(200, "read"), []) == "dropped stream"
     assert classify(_raw(200, "deadline_total"), []) == "deadline exceeded (hang)"
-    from conformance.wire import anthropic  # noqa: F401  (registers the stream checks)
+    from conformance.wire.anthropic import grammar as anthropic  # noqa: F401  (registers the stream checks)
 
     grammar = registry.violation("anthropic.stream.block_index", "x")
     assert classify(_raw(), [grammar]) == "malformed events"

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from conformance.core.results import Result, ResultsWriter, read_results
+from conformance.core.verdict import RANK
 from conformance.report.compare import (
     CompareError,
     compare,
@@ -18,7 +19,6 @@ from conformance.report.compare import (
     render_markdown,
     write_run_settings,
 )
-from conformance.report.summary import _RANK
 
 BAD = ("failed", "error")
 
@@ -32,7 +32,7 @@ def _worst(folder: Path) -> dict[tuple[str, str], str]:
     out: dict[tuple[str, str], str] = {}
     for r in read_results(folder / "results"):
         key = (r.test_id, r.check_id)
-        if key not in out or _RANK[r.outcome] > _RANK[out[key]]:
+        if key not in out or RANK[r.outcome] > RANK[out[key]]:
             out[key] = r.outcome
     return out
 

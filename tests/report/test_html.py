@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.checks.catalog import load_all
+from conformance.core.registry import registered as load_all
 from conformance.core.results import Result, ResultsWriter
 from conformance.plugin import SUITE_DIR
 from conformance.report.baseline import Baseline

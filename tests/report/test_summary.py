@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conformance.checks.catalog import load_all
+from conformance.core.registry import registered as load_all
 from conformance.core.results import Result
 from conformance.report.summary import normalize, render
 

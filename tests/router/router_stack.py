@@ -30,7 +30,7 @@ from conformance.layers.attribution import Attribution, attribute
 from conformance.layers.hop import log_total, observe_hop, probe_requests
 from conformance.net.transport import Deadlines, RawExchange, send_sync
 from conformance.router.launch import serve_router_in_thread
-from conformance.wire import anthropic as anthropic_wire
+from conformance.wire.anthropic import grammar as anthropic_wire
 from conformance.wire.dialect import dialect
 
 MODEL = "reference-model"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from conformance.checks import translation as translation_checks
-from conformance.checks.catalog import load_all
+from conformance.core.registry import registered as load_all
 from conformance.core.registry import violation
 from conformance.layers.attribution import decide, symptom
 from conformance.layers.hop import diff, probe_requests

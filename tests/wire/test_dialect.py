@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.wire import anthropic, openai
-from conformance.wire.dialect import ANTHROPIC, DIALECTS, OPENAI, dialect
+from conformance.wire import ANTHROPIC, CHAT
+from conformance.wire.anthropic import grammar as anthropic
+from conformance.wire.chat import grammar as openai
+from conformance.wire.dialect import DIALECTS, dialect
 
 
 def test_cut_vocabulary_is_the_wire_modules_own():
     assert ANTHROPIC.stops.cut == frozenset(anthropic.CUT_STOP_REASONS)
-    assert OPENAI.stops.cut == openai.CUT_FINISH_REASONS
+    assert CHAT.stops.cut == openai.CUT_FINISH_REASONS
     for d in DIALECTS.values():
         assert d.stops.caps <= d.stops.cut
         assert set(d.stops.to_anthropic.values()) <= set(anthropic.STOP_REASONS)
@@ -24,7 +26,7 @@ def test_unknown_api_is_refused_with_the_known_ones():
 def test_content_predicate_is_the_wire_modules():
     assert ANTHROPIC.content_started(b'event: message_stop\ndata: {"type":"message_stop"}\n\n')
     assert not ANTHROPIC.content_started(b'event: ping\ndata: {"type":"ping"}\n\n')
-    assert OPENAI.content_started(b"data: [DONE]\n\n")
+    assert CHAT.content_started(b"data: [DONE]\n\n")
 
 
 def test_tool_calls_on_both_wires():
@@ -39,8 +41,8 @@ def test_tool_calls_on_both_wires():
          "tool_calls": [{"id": "c1", "function": {"name": "read", "arguments": '{"path": "a"}'}},
                         {"id": "c2", "function": {"name": "read", "arguments": {"path": "b"}}},
                         {"id": "c3", "function": {"name": "read", "arguments": "[1]"}}]}
-    calls = OPENAI.tool_calls(o)
+    calls = CHAT.tool_calls(o)
     assert [c.arguments for c in calls] == [{"path": "a"}, {"path": "b"}, None]
     assert calls[1].not_text == "dict" and calls[0].not_text is None
     assert "not an object" in calls[2].parse_error
-    assert OPENAI.anthropic_stop(o) == "tool_use" and ANTHROPIC.anthropic_stop(a) == "tool_use"
+    assert CHAT.anthropic_stop(o) == "tool_use" and ANTHROPIC.anthropic_stop(a) == "tool_use"

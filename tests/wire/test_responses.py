@@ -13,8 +13,8 @@ import responses_streams as rs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conformance.wire import responses
-from conformance.wire.dialect import RESPONSES
+from conformance.wire import RESPONSES
+from conformance.wire.responses import grammar as responses
 
 VALID = rs.valid_streams()
 

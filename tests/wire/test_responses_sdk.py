@@ -20,7 +20,7 @@ import httpx
 import pytest
 import responses_streams as rs
 
-from conformance.wire import responses
+from conformance.wire.responses import grammar as responses
 
 openai = pytest.importorskip("openai")
 

@@ -17,7 +17,8 @@ from wire_helpers import body, index
 from conformance.checks import tools
 from conformance.checks.exchange import check_exchange
 from conformance.net.transport import RawExchange
-from conformance.wire import anthropic, openai
+from conformance.wire.anthropic import grammar as anthropic
+from conformance.wire.chat import grammar as openai
 
 ANTHROPIC_TOOLS = [{"name": "Write", "input_schema": {
     "type": "object", "properties": {"file_path": {"type": "string"}, "content": {"type": "string"}},

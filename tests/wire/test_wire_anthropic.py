@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from wire_helpers import fixture_id, fixtures, sse_event
 
-from conformance.wire import anthropic
-from conformance.wire.anthropic import RULES, TRANSITIONS, StreamMachine
+from conformance.wire.anthropic import grammar as anthropic
+from conformance.wire.anthropic.grammar import RULES, TRANSITIONS, StreamMachine
 from conformance.wire.sse import SSEEvent
 
 

@@ -17,9 +17,9 @@ import make_stream_fixtures as mk
 import pytest
 from wire_helpers import fixture_id, fixtures, index, judge, streams_dir
 
-from conformance.checks.catalog import load_all
 from conformance.cli import main
 from conformance.core.paths import fixtures_dir
+from conformance.core.registry import registered as load_all
 
 
 def test_fixture_files_match_their_builder():

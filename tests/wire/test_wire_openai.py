@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from wire_helpers import body, fixture_id, fixtures, judge
 
-from conformance.wire import openai
-from conformance.wire.openai import RULES, TRANSITIONS, StreamMachine
+from conformance.wire.chat import grammar as openai
+from conformance.wire.chat.grammar import RULES, TRANSITIONS, StreamMachine
 from conformance.wire.sse import SSEEvent
 
 REQ = mk.REQ_AUTO

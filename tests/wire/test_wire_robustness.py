@@ -8,7 +8,8 @@ import make_stream_fixtures as mk
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conformance.wire import anthropic, openai
+from conformance.wire.anthropic import grammar as anthropic
+from conformance.wire.chat import grammar as openai
 
 NAMES = st.sampled_from(["message_start", "content_block_start", "content_block_delta", "content_block_stop",
                          "message_delta", "message_stop", "ping", "error", "x", None])
@@ -70,7 +71,7 @@ def test_valid_streams_with_one_field_replaced_never_raise(data):
 
 def test_openai_chunk_with_non_list_choices_is_a_violation_not_a_crash():
     # found by the property test above: `choices: true` once raised TypeError in the accumulator
-    from conformance.wire import openai as openai_protocol
+    from conformance.wire.chat import grammar as openai_protocol
 
     body = (b'data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":true}\n\n'
             b"data: [DONE]\n\n")

@@ -9,22 +9,28 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from conformance.core.paths import schemas_dir
-from conformance.wire.base import check_for_pointer, compiled_validator, schema_problems, schema_validator
+from conformance.wire.base import (
+    check_for_pointer,
+    compiled_validator,
+    schema_names,
+    schema_path,
+    schema_problems,
+    schema_validator,
+)
 
-SCHEMAS = sorted(p.stem for p in schemas_dir().glob("*.json"))
+SCHEMAS = schema_names()
 
 
 @pytest.mark.parametrize("name", SCHEMAS)
 def test_schema_is_valid_2020_12_and_compiled_once(name):
-    schema = json.loads((schemas_dir() / f"{name}.json").read_text())
+    schema = json.loads(schema_path(name).read_text())
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     Draft202012Validator.check_schema(schema)
     assert schema_validator(name) is schema_validator(name)
 
 
 def test_every_protocol_event_has_a_schema():
-    from conformance.wire.anthropic import EVENTS
+    from conformance.wire.anthropic.grammar import EVENTS
 
     assert {f"anthropic.{e}" for e in EVENTS} <= set(SCHEMAS)
     assert {"anthropic.message", "openai.chunk", "openai.chat_completion", "openai.error"} <= set(SCHEMAS)

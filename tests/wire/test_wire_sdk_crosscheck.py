@@ -17,8 +17,8 @@ import json
 import pytest
 from wire_helpers import body, fixture_id, fixtures, request
 
-from conformance.wire import anthropic as ours_anthropic
-from conformance.wire import openai as ours_openai
+from conformance.wire.anthropic import grammar as ours_anthropic
+from conformance.wire.chat import grammar as ours_openai
 
 anthropic_sdk = pytest.importorskip("anthropic")  # the `test` extra installs both SDKs
 openai_sdk = pytest.importorskip("openai")

@@ -7,7 +7,8 @@ from functools import cache
 from pathlib import Path
 
 from conformance.core.paths import fixtures_dir
-from conformance.wire import anthropic, openai
+from conformance.wire.anthropic import grammar as anthropic
+from conformance.wire.chat import grammar as openai
 
 PROTOCOLS = {"anthropic": anthropic, "openai": openai}
 

@@ -65,7 +65,7 @@ USAGE = _C + "usage"
 TERMINAL = _C + "terminal"
 FAILED = _C + "failed"
 UNKNOWN = _C + "unknown_event"
-register(SCHEMA, "each event is a JSON object matching its schema (conformance/wire/schemas/responses.*.json)",
+register(SCHEMA, "each event is a JSON object matching its schema (conformance/wire/responses/schemas/responses.*.json)",
          likely_cause="the server writes non-JSON data lines or omits/mistypes event fields (Codex and the openai "
          "SDK read `type`, `item`, `delta`, `response` and the item's call_id and name)")
 register(SEQUENCE, "sequence_number increases by exactly one from event to event",
@@ -101,7 +101,7 @@ register(UNKNOWN, "unknown event types are tolerated (noted)", severity="info",
 _R = "responses.response."
 RESPONSE_SCHEMA = _R + "schema"
 RESPONSE_USAGE = _R + "usage"
-register(RESPONSE_SCHEMA, "a non-stream response is a Response object (conformance/wire/schemas/responses.response.json)",
+register(RESPONSE_SCHEMA, "a non-stream response is a Response object (conformance/wire/responses/schemas/responses.response.json)",
          likely_cause="the endpoint returned an HTML/text page, an event stream for stream:false, or a Response "
          "with missing or mistyped fields")
 register(RESPONSE_USAGE, "a non-stream response carries usage with total_tokens = input_tokens + output_tokens",
@@ -175,7 +175,7 @@ ITEM_EVENTS: dict[str, ItemEvent] = {
     "response.output_text.annotation.added": ItemEvent("touch", _MSG, "content"),
 }
 ITEM_LIFECYCLE = ("response.output_item.added", "response.output_item.done")
-# Event types with a schema of their own (conformance/wire/schemas/responses.<type>.json).
+# Event types with a schema of their own (conformance/wire/responses/schemas/responses.<type>.json).
 SCHEMA_OF = {t: "responses." + t[len("response."):] for t in (*LIFECYCLE, *TERMINALS, *ITEM_LIFECYCLE, *ITEM_EVENTS)
              if t != "response.output_text.annotation.added"}
 SCHEMA_OF["error"] = "responses.error_event"

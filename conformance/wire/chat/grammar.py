@@ -47,7 +47,7 @@ from conformance.wire.sse import SSEDecoder, SSEEvent, decode, head_then_whole
 _C = "openai.stream."
 register(_C + "chunk_json", "every stream data line is a JSON object or the final `[DONE]`",
          likely_cause="the server writes partial or non-JSON data lines, or a proxy rewrites the stream")
-register(_C + "chunk_schema", "each chunk matches the chat.completion.chunk schema (conformance/wire/schemas/openai.chunk.json)",
+register(_C + "chunk_schema", "each chunk matches the chat.completion.chunk schema (conformance/wire/chat/schemas/openai.chunk.json)",
          likely_cause="the engine's OpenAI-compatible endpoint omits or mistypes chunk fields")
 register(_C + "grammar", "chunks, then the finishing chunk, then the usage chunk (if asked), then [DONE]",
          likely_cause="the server writes chunks after finish_reason or after the usage chunk, or [DONE] too early")

@@ -56,7 +56,8 @@ from conformance.loop.scenarios import Scenario, check_completion
 from conformance.loop.tools import API_FOR_CLIENT
 from conformance.net.transport import RawExchange
 from conformance.report.text import ConformanceFailure
-from conformance.wire.dialect import ANTHROPIC, OPENAI, dialect
+from conformance.wire import ANTHROPIC, CHAT
+from conformance.wire.dialect import dialect
 
 CLIENTS = ("claude-code", "opencode", "codex")
 _BIN_NAMES = {"claude-code": "claude", "opencode": "opencode", "codex": "codex"}
@@ -66,7 +67,7 @@ _NPM_PACKAGE = {"claude-code": "@anthropic-ai/claude-code", "opencode": "opencod
 CODEX_KEY_ENV = "CONFORMANCE_CODEX_KEY"  # the env variable the Codex provider reads its key from
 _SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 # opencode's AI SDK provider package for each wire it can speak (PEERS.md)
-_OPENCODE_PROVIDER = {OPENAI.name: "@ai-sdk/openai-compatible", ANTHROPIC.name: "@ai-sdk/anthropic"}
+_OPENCODE_PROVIDER = {CHAT.name: "@ai-sdk/openai-compatible", ANTHROPIC.name: "@ai-sdk/anthropic"}
 
 
 class ClientNotFound(FileNotFoundError):
@@ -228,7 +229,7 @@ def _env_opencode(home: Path) -> dict[str, str]:
             "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1"}
 
 
-def opencode_config(base_url: str, api_key: str, model: str, api: str = OPENAI.name) -> dict:
+def opencode_config(base_url: str, api_key: str, model: str, api: str = CHAT.name) -> dict:
     """The project's opencode.json: one local provider pointing at the proxy (PEERS.md)."""
     npm = _OPENCODE_PROVIDER[dialect(api).name]
     return {

@@ -67,7 +67,7 @@ register(_C + "event_json", "every stream event's data is a JSON object with a `
          likely_cause="the engine writes partial or non-JSON data lines, or a proxy rewrites the stream")
 register(_C + "event_name_matches_type", "the SSE `event:` name equals the data's `type`",
          likely_cause="a router translating between wires writes the wrong event name; the SDKs dispatch on the name")
-register(_C + "event_schema", "each stream event matches its JSON Schema (conformance/wire/schemas/anthropic.*.json)",
+register(_C + "event_schema", "each stream event matches its JSON Schema (conformance/wire/anthropic/schemas/anthropic.*.json)",
          likely_cause="the engine's Anthropic endpoint serialises events with missing or mistyped fields")
 register(_C + "grammar", "events follow message_start (block_start delta* block_stop)* message_delta+ message_stop",
          likely_cause="the engine or router emits events out of order (duplicate message_start, a delta "

@@ -1,0 +1,230 @@
+"""The Anthropic Messages Dialect: content blocks, `stop_reason`, x-api-key.
+
+Rules:
+- Readers and writers of the Messages API's requests and answers (the base class's rules hold).
+- A request's conversation: the top-level `system` (a string or text blocks), then `messages`,
+  whose entries may include `{"role": "system"}` (Claude Code's mid-conversation system entries);
+  content blocks text, tool_use, tool_result, thinking (with its signature) and redacted_thinking.
+- Writers keep a request valid (Messages API reference, "Extended thinking"): `budget_tokens`
+  is at least 1024 and below `max_tokens`, so `with_output_cap` lowers a budget the new cap would
+  not leave room for, or turns thinking off (and with it `context_management`, whose
+  clear_thinking edit needs thinking) when even 1024 does not fit; a forced tool_choice (`any`,
+  `tool`) is refused with thinking on, so `forcing` turns thinking off the same way, as Claude
+  Code does with MAX_THINKING_TOKENS=0 (WIRE.md).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from conformance.wire.anthropic import grammar
+from conformance.wire.dialect import (
+    ANTHROPIC_CACHED_INPUT_KEYS,
+    Dialect,
+    StopVocabulary,
+    ToolCall,
+    Turn,
+    _get,
+    not_an_object,
+    register_dialect,
+    text_of,
+)
+
+MIN_THINKING_BUDGET = 1024  # Messages API: budget_tokens >= 1024 and < max_tokens
+
+
+class AnthropicDialect(Dialect):
+    """Anthropic Messages: content blocks, `stop_reason`, x-api-key."""
+
+    # ---- answers ---------------------------------------------------------------------------
+    def text(self, message: Any) -> str:
+        if message is None:
+            return ""
+        return "".join(_get(b, "text") or "" for b in _get(message, "content") or [] if _get(b, "type") == "text")
+
+    def thinking(self, message: Any) -> str:
+        if not message:
+            return ""
+        return "".join(_get(b, "thinking") or "" for b in _get(message, "content") or []
+                       if _get(b, "type") == "thinking")
+
+    def thinking_blocks(self, message: Any) -> list[tuple[str, str | None]]:
+        if not message:
+            return []
+        return [(str(_get(b, "thinking") or ""), _get(b, "signature")) for b in _get(message, "content") or []
+                if _get(b, "type") == "thinking"]
+
+    def delivers_content(self, event: Any) -> bool:
+        return _get(event, "event") in ("content_block_delta", "content_block_start")
+
+    def tool_calls(self, message: Any, unparsed_input: dict[str, str] | None = None) -> list[ToolCall]:
+        """`tool_use` blocks. `unparsed_input` (streams): pointer of a tool block's input -> its
+        streamed partial_json text, which did not parse (the block keeps `input: {}`)."""
+        if message is None:
+            return []
+        calls: list[ToolCall] = []
+        for i, block in enumerate(_get(message, "content") or []):
+            if _get(block, "type") != "tool_use":
+                continue
+            call_id, name = str(_get(block, "id") or ""), _get(block, "name") or ""
+            pointer = f"/content/{i}/input"
+            text = (unparsed_input or {}).get(pointer)
+            if text is not None:
+                calls.append(ToolCall(call_id, name, None, text, pointer, not_an_object(text)))
+                continue
+            inp = _get(block, "input")
+            calls.append(ToolCall(call_id, name, inp if isinstance(inp, dict) else None, None, pointer,
+                                  None if isinstance(inp, dict) else f"input is {type(inp).__name__}"))
+        return calls
+
+    # ---- requests: reading -----------------------------------------------------------------
+    def offered_tools(self, request: dict | None) -> dict[str, dict | None]:
+        out: dict[str, dict | None] = {}
+        for tool in (request or {}).get("tools") or []:
+            if not isinstance(tool, dict):
+                continue
+            if tool.get("type") == "function":  # an OpenAI-shaped tool sent to this wire
+                fn = tool.get("function") or {}
+                if fn.get("name"):
+                    out[fn["name"]] = fn.get("parameters")
+            elif tool.get("name"):
+                out[tool["name"]] = tool.get("input_schema")
+        return out
+
+    def demanded_tool_choice(self, request: dict | None):
+        choice = (request or {}).get("tool_choice")
+        kind = choice.get("type") if isinstance(choice, dict) else None
+        if kind == "any":
+            return "force", None, None
+        if kind == "tool" and isinstance(choice.get("name"), str):
+            return "force", choice["name"], None
+        if kind == "none":
+            return "forbid", None, None
+        return None
+
+    def thinking_budget(self, request: dict | None) -> int | None:
+        thinking = (request or {}).get("thinking")
+        budget = thinking.get("budget_tokens") if isinstance(thinking, dict) and thinking.get("type") == "enabled" else None
+        return budget if isinstance(budget, int) and not isinstance(budget, bool) else None
+
+    def turns(self, request: dict | None) -> list[Turn]:
+        body = request or {}
+        turns: list[Turn] = []
+        if body.get("system"):
+            turns.append(Turn("system", [text_of(body["system"])], index=-1, pointer="/system"))
+        for e in self.entries(body):
+            m = e.value
+            t = Turn(str(m.get("role")), index=e.index, pointer=e.pointer)
+            content = m.get("content")
+            if isinstance(content, str):
+                t.texts.append(content)
+            for b in content if isinstance(content, list) else []:
+                if not isinstance(b, dict):
+                    continue
+                kind = b.get("type")
+                if kind == "text":
+                    t.texts.append(str(b.get("text", "")))
+                elif kind == "tool_use":
+                    t.calls.append((str(b.get("id", "")), str(b.get("name", "")), b.get("input")))
+                elif kind == "tool_result":
+                    t.results.append((str(b.get("tool_use_id", "")), text_of(b.get("content", ""))))
+                elif kind == "thinking":
+                    t.thinking.append((str(b.get("thinking", "")), b.get("signature")))
+                elif kind == "redacted_thinking":
+                    t.thinking.append(("", b.get("data")))
+            turns.append(t)
+        return turns
+
+    def system_text(self, request: dict | None) -> str | None:
+        system = (request or {}).get("system")
+        return text_of(system) if system else None
+
+    def chat_messages(self, request: dict | None) -> list[dict]:
+        msgs: list[dict] = []
+        system = (request or {}).get("system")
+        if isinstance(system, list):
+            system = "".join(b.get("text", "") for b in system if isinstance(b, dict))
+        if system:
+            msgs.append({"role": "system", "content": system})
+        for m in (request or {}).get("messages", []):
+            content = m.get("content")
+            if isinstance(content, list):
+                content = "".join(b.get("text", "") for b in content if isinstance(b, dict))
+            msgs.append({"role": m.get("role"), "content": content})
+        return msgs
+
+    # ---- requests: writing -----------------------------------------------------------------
+    def _thinking_off(self, out: dict) -> None:
+        if (out.get("thinking") or {}).get("type") not in (None, "disabled"):
+            out["thinking"] = {"type": "disabled"}
+            out.pop("context_management", None)
+
+    def forcing(self, request: dict, name: str | None = None) -> dict:
+        out = copy.deepcopy(request)
+        out["tool_choice"] = {"type": "tool", "name": name} if name else {"type": "any"}
+        self._thinking_off(out)
+        return out
+
+    def with_output_cap(self, request: dict, cap: int) -> dict:
+        out = super().with_output_cap(request, cap)
+        budget = self.thinking_budget(out)
+        if budget is not None and budget >= cap:
+            if cap - 1 >= MIN_THINKING_BUDGET:
+                out["thinking"] = {**out["thinking"], "budget_tokens": cap - 1}
+            else:
+                self._thinking_off(out)
+        return out
+
+    def salted(self, request: dict, prefix: str) -> dict:
+        body = copy.deepcopy(request)
+        system = body.get("system")
+        if isinstance(system, str):
+            body["system"] = prefix + system
+        elif isinstance(system, list) and system and isinstance(system[0], dict) and system[0].get("type") == "text":
+            system[0]["text"] = prefix + system[0].get("text", "")
+        elif isinstance(system, list):
+            system.insert(0, {"type": "text", "text": prefix.rstrip()})
+        else:
+            body["system"] = prefix.rstrip()
+        return body
+
+    def count_tokens_request(self, request: dict) -> dict | None:
+        """model, messages, tools: the keys Claude Code sends to count_tokens
+        (captured/claude-code/2.1.197/count-tokens.json)."""
+        return {k: copy.deepcopy(request[k]) for k in ("model", "messages", "tools") if k in request}
+
+    def one_turn_request(self, model: str, system: str, user_text: str, *, max_tokens: int,
+                         stream: bool) -> dict[str, Any]:
+        return {
+            "model": model,
+            "max_tokens": max_tokens,
+            "system": [{"type": "text", "text": system}],
+            "messages": [{"role": "user", "content": [{"type": "text", "text": user_text}]}],
+            "stream": stream,
+        }
+
+
+# Facts from the API reference (WIRE.md): stop_reason values and the cut ones (grammar.CUT_STOP_REASONS).
+ANTHROPIC = register_dialect(AnthropicDialect(
+    name="anthropic",
+    grammar=grammar,
+    generation_path="/v1/messages",
+    count_tokens_path="/v1/messages/count_tokens",
+    always_bearer=False,
+    default_headers=(("anthropic-version", "2023-06-01"),),
+    stops=StopVocabulary(
+        field="stop_reason", natural="end_turn", final=("end_turn",), tool=("tool_use",), cap="max_tokens",
+        cut=frozenset(grammar.CUT_STOP_REASONS),
+        caps=frozenset({"max_tokens", "model_context_window_exceeded"}),
+    ),
+    output_tokens_key="output_tokens",
+    input_tokens_key="input_tokens",
+    cap_keys=("max_tokens",),
+    structured_call="tool_use block",
+    system_at_top=True,
+    stop_sequences_key="stop_sequences",
+    matched_stop_key="stop_sequence",
+    # Cached prompt tokens are counted apart here (OpenAI's prompt_tokens includes its cached part).
+    cached_input_keys=ANTHROPIC_CACHED_INPUT_KEYS,
+))
