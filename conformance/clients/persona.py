@@ -1,0 +1,121 @@
+"""A client's tools as the sandbox plays them: a table, not code.
+
+Rules:
+- A `Persona` maps each tool name a client offers (a tool inside a Responses namespace as
+  `namespace.name`) to a `ToolBinding`: the sandbox operation it performs and, for each of the
+  operation's parameters, the client's own argument name. How results and errors are worded is
+  the persona's `voice`, a name the sandbox's voices know (`conformance.loop` words each client's
+  tool results as that client does); nothing outside the profiles compares a client's name.
+- The operations (the sandbox implements each once): read(path, offset, limit), write(path,
+  content), edit(path, old, new, all), shell(command, cwd), glob(pattern, path), grep(pattern,
+  path, include, mode, ignore_case), list(path), patch(input) (Codex's freeform apply_patch) and
+  read_file(path) (an MCP server's file read).
+- An unknown client gets `persona_by_shape(tools)`: each offered tool mapped by the shape of its
+  schema — a path and content write, a command runs in the shell, a path alone reads — with the
+  client's own argument names, so its loops run; the generic voice words results plainly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+OPERATIONS = ("read", "write", "edit", "shell", "glob", "grep", "list", "patch", "read_file")
+
+
+@dataclass(frozen=True)
+class ToolBinding:
+    operation: str
+    arguments: Mapping[str, str] = field(default_factory=dict)  # operation parameter -> the client's name
+
+    def __post_init__(self) -> None:
+        if self.operation not in OPERATIONS:
+            raise ValueError(f"unknown sandbox operation {self.operation!r}: one of {OPERATIONS}")
+        object.__setattr__(self, "arguments", MappingProxyType(dict(self.arguments)))
+
+
+@dataclass(frozen=True)
+class Persona:
+    voice: str  # how results and errors are worded (a voice the sandbox knows)
+    tools: Mapping[str, ToolBinding]
+    read_before_write: bool = True  # an existing file must be read before it is overwritten or edited
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tools", MappingProxyType(dict(self.tools)))
+
+    def binding(self, name: str, namespace: str | None = None) -> ToolBinding | None:
+        return self.tools.get(name if namespace is None else f"{namespace}.{name}")
+
+    @property
+    def tool_names(self) -> list[str]:
+        return sorted(self.tools)
+
+
+def _bind(operation: str, **arguments: str) -> ToolBinding:
+    return ToolBinding(operation, arguments)
+
+
+# Measured on Claude Code 2.1.197 / 2.1.332 (Glob, Grep and LS from older releases), opencode
+# 1.18.33 and Codex 0.171.0 against a loopback server (docs/loop.md).
+CLAUDE_CODE = Persona("claude-code", {
+    "Read": _bind("read", path="file_path", offset="offset", limit="limit"),
+    "Write": _bind("write", path="file_path", content="content"),
+    "Edit": _bind("edit", path="file_path", old="old_string", new="new_string", all="replace_all"),
+    "Bash": _bind("shell", command="command"),
+    "Glob": _bind("glob", pattern="pattern", path="path"),
+    "Grep": _bind("grep", pattern="pattern", path="path", include="glob", mode="output_mode", ignore_case="-i"),
+    "LS": _bind("list", path="path"),
+})
+OPENCODE = Persona("opencode", {
+    "read": _bind("read", path="filePath", offset="offset", limit="limit"),
+    "write": _bind("write", path="filePath", content="content"),
+    "edit": _bind("edit", path="filePath", old="oldString", new="newString", all="replaceAll"),
+    "bash": _bind("shell", command="command", cwd="workdir"),
+    "glob": _bind("glob", pattern="pattern", path="path"),
+    "grep": _bind("grep", pattern="pattern", path="path", include="include"),
+    "list": _bind("list", path="path"),
+})
+CODEX = Persona("codex", {
+    "exec_command": _bind("shell", command="cmd", cwd="workdir"),
+    "apply_patch": _bind("patch", input="input"),
+    "mcp__files.read_file": _bind("read_file", path="path"),
+}, read_before_write=False)
+
+
+def _properties(schema: object) -> dict:
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    return props if isinstance(props, dict) else {}
+
+
+_PATH_NAMES = ("file_path", "filepath", "filePath", "path", "absolute_path", "file", "filename")
+_CONTENT_NAMES = ("content", "contents", "text", "file_text", "data")
+_COMMAND_NAMES = ("command", "cmd", "commands", "script")
+
+
+def _first(props: dict, names: tuple[str, ...]) -> str | None:
+    lowered = {k.lower(): k for k in props}
+    return next((lowered[n.lower()] for n in names if n.lower() in lowered), None)
+
+
+def binding_by_shape(schema: object) -> ToolBinding | None:
+    """The operation a tool's schema has the shape of (None: none the sandbox plays)."""
+    props = _properties(schema)
+    command = _first(props, _COMMAND_NAMES)
+    if command is not None:
+        cwd = _first(props, ("workdir", "cwd", "directory", "working_directory"))
+        return ToolBinding("shell", {"command": command, **({"cwd": cwd} if cwd else {})})
+    path = _first(props, _PATH_NAMES)
+    if path is None:
+        return None
+    content = _first(props, _CONTENT_NAMES)
+    if content is not None:
+        return ToolBinding("write", {"path": path, "content": content})
+    return ToolBinding("read", {"path": path, **{k: k for k in ("offset", "limit") if k in props}})
+
+
+def persona_by_shape(tools: Mapping[str, object]) -> Persona:
+    """A persona for a client the suite does not know: every offered tool (name -> its schema)
+    whose schema has the shape of an operation, bound to it with the client's argument names."""
+    bound = {name: b for name, schema in tools.items() if (b := binding_by_shape(schema)) is not None}
+    return Persona("generic", bound, read_before_write=False)
