@@ -93,7 +93,7 @@ def case(name: str, url: str) -> dict:
     judged = 0.0
     if name in ("judge", "normal"):
         t1 = time.perf_counter()
-        check_exchange(raw, {"stream": True, "model": "m"}, api="anthropic")
+        check_exchange(raw, {"stream": True, "model": "m"}, wire="anthropic")
         judged = time.perf_counter() - t1
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"seconds": round(read if name != "judge" else judged, 3), "judge_seconds": round(judged, 3),

@@ -87,7 +87,7 @@ def judged(url: str, root: Path, rounds: int) -> tuple[float, int]:
         for _, ex in requests_of(root):
             raw = session.send(ex.request.api, ex.request.path, ex.request.body_bytes(),
                                captured_headers=ex.request.headers, query=ex.request.query)
-            verdict = check_exchange(raw, ex.request.body or {}, api=ex.request.api)
+            verdict = check_exchange(raw, ex.request.body or {}, wire=ex.request.api)
             bad += not verdict.ok
             n += 1
     elapsed = time.perf_counter() - start

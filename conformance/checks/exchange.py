@@ -2,7 +2,7 @@
 attribution and the probes all call.
 
 Rules:
-- `check_exchange(raw, request, api=..., expect_model=..., turn=...)` never raises on a target's
+- `check_exchange(raw, request, wire=..., expect_model=..., turn=...)` never raises on a target's
   behaviour; it returns an `ExchangeVerdict`: the violations (errors and warnings), the
   accumulated message (via `dialect(api)`), and `outcomes`, the verdict per check
   id that applied (passed / failed / warning / unverifiable / skipped) — what the results record
@@ -370,12 +370,12 @@ def judge_stages(
     raw: RawExchange,
     request: dict,
     *,
-    api: str,
+    wire: Dialect | str,
     expect_model: str | None = None,
     turn: int | None = None,
 ) -> tuple[ExchangeState, list[Verdict]]:
     """Run STAGES in order until one ends judging: the shared state and every outcome, in order."""
-    state = ExchangeState.start(raw, request, api=api, expect_model=expect_model, turn=turn)
+    state = ExchangeState.start(raw, request, api=dialect(wire).name, expect_model=expect_model, turn=turn)
     outcomes: list[Verdict] = []
     budget = raw.judging_budget()  # the total deadline bounds judging too (net.transport rules)
     started = time.monotonic()
@@ -400,13 +400,13 @@ def check_exchange(
     raw: RawExchange,
     request: dict,
     *,
-    api: str,
+    wire: Dialect | str,
     expect_model: str | None = None,
     turn: int | None = None,
 ) -> ExchangeVerdict:
     """Judge one exchange with every applicable check (see the module rules)."""
-    state, outcomes = judge_stages(raw, request, api=api, expect_model=expect_model, turn=turn)
-    verdict = ExchangeVerdict([], state.message, api, state.stream, events=state.events, status=raw.status,
+    state, outcomes = judge_stages(raw, request, wire=wire, expect_model=expect_model, turn=turn)
+    verdict = ExchangeVerdict([], state.message, state.api, state.stream, events=state.events, status=raw.status,
                               error_text=state.error_text)
     for judged in outcomes:
         verdict.violations.extend(judged.violations)

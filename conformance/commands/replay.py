@@ -87,7 +87,7 @@ def replay_capture(capture, *, target: str, model_map: dict[str, str], salt: str
         if raw.error_kind != "connect":
             reached = True
         request_dict = body if isinstance(body, dict) else {}
-        verdict = check_exchange(raw, request_dict, api=api, expect_model=request_dict.get("model"), turn=turn)
+        verdict = check_exchange(raw, request_dict, wire=api, expect_model=request_dict.get("model"), turn=turn)
         violations.extend(v.at(exchange=f"{capture.id}#{turn}") for v in verdict.violations)
         status = raw.status if raw.status is not None else raw.error_kind
         notes.append(f"#{turn} {req.method} {req.url_path} -> {status} in {raw.elapsed:.2f}s"

@@ -305,7 +305,7 @@ def attribute(
                                             cross_dialect=replay_api != api)
         return att
     # The forwarded body names the engine's model; the client's expectation is about the target.
-    verdict = check_exchange(raw, body, api=replay_api, expect_model=None if att.replayed == "forwarded" else expect_model, turn=turn)
+    verdict = check_exchange(raw, body, wire=replay_api, expect_model=None if att.replayed == "forwarded" else expect_model, turn=turn)
     engine_violations = list(verdict.violations)
     if extra_judge is not None:
         engine_violations += extra_judge(raw, body, replay_api)
@@ -322,7 +322,7 @@ def attribute(
         if engine_model:
             o_body = dict(o_body, model=engine_model)
         o_raw = replay(engine_url, o_path, o_body, deadlines=deadlines, api_key=api_key)
-        o_verdict = check_exchange(o_raw, o_body, api=judge_api(o_path), expect_model=expect_model, turn=turn)
+        o_verdict = check_exchange(o_raw, o_body, wire=judge_api(o_path), expect_model=expect_model, turn=turn)
         if not any(v.check_id == REQUEST_ACCEPTED for v in o_verdict.errors):
             att.layer = "router"
             att.explanation = (f"introduced by the router: the engine refuses the request the router sent it "
@@ -374,7 +374,7 @@ def attribute_context(ctx, engine_url: str | None = None) -> list[Attribution]:
                                  client_path=urlsplit(sent.raw.url).path, deadlines=ctx.settings.deadlines,
                                  judge=lambda raw, body, api: check_error_answer(raw, api)))
             continue
-        verdict = check_exchange(sent.raw, sent.request, api=sent.api, expect_model=expect)
+        verdict = check_exchange(sent.raw, sent.request, wire=sent.api, expect_model=expect)
         if verdict.ok:
             continue
         out.append(attribute(sent.request, verdict, engine_url, api=sent.api, expect_model=expect,

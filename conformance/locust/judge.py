@@ -98,7 +98,7 @@ def judge(raw: RawExchange, work: Work, *, target: str = "") -> tuple[list[str],
     """(failing check ids, results records) for one exchange."""
     from conformance.checks.exchange import check_exchange
 
-    verdict = check_exchange(raw, work.request, api=work.api)
+    verdict = check_exchange(raw, work.request, wire=work.api)
     errors = [v for v in verdict.violations if v.is_error]
     base = {"test_id": f"locust:{work.case}", "target": target, "api": work.api, "case": work.case,
             "client": "locust", "model": str(work.request.get("model", ""))}

@@ -561,7 +561,7 @@ class LoopDriver:
                         report.ended = "driver"
                         break
                 raw = self._send(body)
-                verdict = check_exchange(raw, body, api=self.api, expect_model=self.expect_model, turn=turn)
+                verdict = check_exchange(raw, body, wire=self.api, expect_model=self.expect_model, turn=turn)
                 record = TurnRecord(turn, body, raw, verdict)
                 report.turns.append(record)
                 message = verdict.message

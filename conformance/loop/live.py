@@ -322,7 +322,7 @@ def judge_capture(capture: Capture, base_url: str, *, expect_model: str | None =
         n += 1
         raw = _raw_from_exchange(ex, base_url)
         body = ex.request.body if isinstance(ex.request.body, dict) else {}
-        verdict = check_exchange(raw, body, api=ex.request.api, expect_model=expect_model, turn=n)
+        verdict = check_exchange(raw, body, wire=ex.request.api, expect_model=expect_model, turn=n)
         out.extend(verdict.violations)
     return out, n
 

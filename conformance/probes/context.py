@@ -343,7 +343,7 @@ class ContextProbe:
         sized = await self.size(intended, depth=depth, ceiling=ceiling, exact=exact, phrase=phrase)
         body = self.request(sized.n_sentences, depth, phrase, max_tokens or self.max_tokens_for(sized.tokens))
         raw = await send(self.target, body, deadlines=deadlines)
-        message = check_exchange(raw, body, api=self.target.api).message if raw.ok else None
+        message = check_exchange(raw, body, wire=self.target.api).message if raw.ok else None
         return Attempt(sized.tokens, raw, message, phrase, sized.extrapolated)
 
     # -- needle sweep ---------------------------------------------------------------------------
@@ -369,7 +369,7 @@ class ContextProbe:
                     raw = await send(self.target, body)
                 point = NeedlePoint(fraction, depth, intended, sized.tokens, None, phrase, "failed", "")
                 if raw.ok:
-                    judged = check_exchange(raw, body, api=self.target.api)
+                    judged = check_exchange(raw, body, wire=self.target.api)
                     text = answer_text(judged.message, self.target.api)
                     point.answer = text
                     point.usage_tokens = input_tokens_of_usage((judged.message or {}).get("usage"), self.target.api)

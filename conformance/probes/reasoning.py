@@ -118,7 +118,7 @@ async def run_case(target: Target, case: ThinkingCase) -> CaseResult:
     phrase = long_phrase(case.name)
     body = build_request(target, question(phrase), max_tokens=case.max_tokens, system=SYSTEM, extra=case.fields)
     raw = await send(target, body)
-    judged = check_exchange(raw, body, api=target.api)
+    judged = check_exchange(raw, body, wire=target.api)
     res = CaseResult(case, raw.status, None, None, "", 0, phrase, raw.elapsed,
                      violations=[v.at(exchange=case.name) for v in judged.violations])
     if not raw.ok or judged.errors:

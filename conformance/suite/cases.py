@@ -226,7 +226,7 @@ def replay(ctx, capture: Capture, *, judge: bool = True):
         else:
             from conformance.checks.exchange import check_exchange
 
-            verdict = check_exchange(sent.raw, sent.request, api=sent.api, expect_model=expect, turn=turn)
+            verdict = check_exchange(sent.raw, sent.request, wire=sent.api, expect_model=expect, turn=turn)
         out.append((sent, verdict))
     ctx.session.cache[key] = out
     return out

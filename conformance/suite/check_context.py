@@ -86,7 +86,7 @@ class CheckContext:
         return sent
 
     def judge(self, sent: Sent, *, expect_model: str | None = None, turn: int | None = None) -> ExchangeVerdict:
-        verdict = check_exchange(sent.raw, sent.request, api=sent.api, expect_model=expect_model, turn=turn)
+        verdict = check_exchange(sent.raw, sent.request, wire=sent.api, expect_model=expect_model, turn=turn)
         self.add_verdict(verdict, turn=turn)
         if verdict.answered_model and not self.model:
             self.model = verdict.answered_model

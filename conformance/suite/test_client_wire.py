@@ -466,7 +466,7 @@ def _reported(sent, api) -> tuple[int | None, str | None, int | None]:
 
     from conformance.checks.exchange import check_exchange
 
-    verdict = check_exchange(sent.raw, sent.request, api=api)
+    verdict = check_exchange(sent.raw, sent.request, wire=api)
     usage = dialect(api).usage(verdict.message) if verdict.message else None
     try:
         answer = json.loads(sent.raw.body())

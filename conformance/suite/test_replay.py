@@ -124,7 +124,7 @@ def _engine_delivery(ctx, sent, found) -> tuple[str, str] | None:
     seen: list[tuple[str, str]] = []
 
     def judge_engine(raw, body, api):
-        verdict = check_exchange(raw, body, api=api)
+        verdict = check_exchange(raw, body, wire=api)
         if verdict.events and not verdict.errors:
             seen.append(judge_incremental(verdict.events, api, raw.elapsed))
         return []
@@ -146,7 +146,7 @@ def _resend(ctx, capture, turn: int):
     body, data = prepared_body(ctx, ex)
     sent = ctx.send(ex.request.api, ex.request.path, body or {}, captured_headers=ex.request.headers,
                     query=ex.request.query, note=f"exchange {turn} again (confirming buffered delivery)", body=data)
-    verdict = check_exchange(sent.raw, sent.request, api=sent.api)
+    verdict = check_exchange(sent.raw, sent.request, wire=sent.api)
     if not verdict.events or verdict.errors:
         return None
     return judge_incremental(verdict.events, sent.api, sent.raw.elapsed)
@@ -224,7 +224,7 @@ def test_quoted_variant(capture, conformance_ctx):
                     body=serialize(variant_body))
     from conformance.checks.exchange import check_exchange
 
-    variant = check_exchange(sent.raw, variant_body, api=sent.api,
+    variant = check_exchange(sent.raw, variant_body, wire=sent.api,
                              expect_model=ctx.settings.served_model(variant_body.get("model")), turn=1)
     # Which model answered is judged by suite.variants.same_model below, not twice.
     a = {c for c in base.failed_checks if not c.startswith("identity.")}
@@ -324,7 +324,7 @@ def test_stop_sequence(capture, conformance_ctx):
                     query=first.request.query, note=f"stop sequence {stop!r}", body=serialize(derived))
     from conformance.checks.exchange import check_exchange
 
-    verdict = check_exchange(sent.raw, derived, api=api)
+    verdict = check_exchange(sent.raw, derived, wire=api)
     # Problems the plain replay also has are test_replay's to report; only what the stop sequence
     # changed counts here (a refusal of the field, a stream that breaks only with it).
     known = set(base.failed_checks)

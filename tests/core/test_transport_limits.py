@@ -78,7 +78,7 @@ def test_a_200_mb_event_is_refused_after_the_event_cap(huge):
     assert "maximum event size" in raw.error
     assert _kept(raw) <= cap + 4096
     assert raw.bytes_read <= cap + WRITE + 4096, "read more than the cap plus one chunk"
-    verdict = check_exchange(raw, {"stream": True}, api="anthropic")
+    verdict = check_exchange(raw, {"stream": True}, wire="anthropic")
     assert [v.check_id for v in verdict.violations] == ["suite.limits.event_size"]
 
 
@@ -88,7 +88,7 @@ def test_300_mb_without_a_newline_is_refused_after_the_line_cap(huge):
     cap = Limits().line_bytes
     assert raw.error_kind == "limit_line_size", raw.error
     assert raw.bytes_read <= cap + WRITE + 4096, "read more than the cap plus one chunk"
-    verdict = check_exchange(raw, {"stream": True}, api="anthropic")
+    verdict = check_exchange(raw, {"stream": True}, wire="anthropic")
     assert [v.check_id for v in verdict.violations] == ["suite.limits.line_size"]
 
 
@@ -98,7 +98,7 @@ def test_a_json_body_past_the_response_cap(huge):
     assert raw.error_kind == "limit_response_size", raw.error
     assert 2 * MIB - WRITE <= _kept(raw) <= 2 * MIB
     assert raw.bytes_read <= 2 * MIB + WRITE
-    verdict = check_exchange(raw, {"stream": False}, api="anthropic")
+    verdict = check_exchange(raw, {"stream": False}, wire="anthropic")
     assert [v.check_id for v in verdict.violations] == ["suite.limits.response_size"]
 
 
@@ -187,10 +187,10 @@ def test_the_total_deadline_bounds_judging(monkeypatch):
                       response_headers={"content-type": "text/event-stream"}, chunks=_valid_stream(20000),
                       deadline_total=10.0, elapsed=10.0)
     request = {"model": "m", "max_tokens": 30000, "stream": True, "messages": [{"role": "user", "content": "x"}]}
-    judged = check_exchange(raw, request, api="anthropic")
+    judged = check_exchange(raw, request, wire="anthropic")
     assert "suite.deadline.total" not in judged.failed_checks  # the grace is enough for this stream
     monkeypatch.setattr(transport, "JUDGE_GRACE", 0.01)  # the transfer used the whole deadline
-    cut = check_exchange(raw, request, api="anthropic")
+    cut = check_exchange(raw, request, wire="anthropic")
     (v,) = [v for v in cut.violations if v.check_id == "suite.deadline.total"]
     assert "decoding and judging passed the total deadline of 10s" in v.message
 

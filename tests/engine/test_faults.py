@@ -41,7 +41,7 @@ def judge(url, path, body, api, deadlines=None):
                    else {"authorization": "Bearer k"})
     raw = send_sync("POST", url + path, headers=headers, body=json.dumps(body).encode(),
                     deadlines=deadlines or Deadlines(connect=5, first_content=20, total=30))
-    return check_exchange(raw, body, api=api, expect_model=body.get("model"))
+    return check_exchange(raw, body, wire=api, expect_model=body.get("model"))
 
 
 def failing(verdict) -> set[str]:

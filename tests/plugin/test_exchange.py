@@ -28,7 +28,7 @@ def test_refusal_names_the_field_and_shows_the_error_text():
     body = json.dumps({"detail": [{"loc": ["body", "context_management"], "msg": "Extra inputs are not permitted",
                                    "type": "extra_forbidden"}]}).encode()
     request = {"model": "m", "messages": [], "context_management": {"edits": []}, "stream": True}
-    v = check_exchange(raw(400, body), request, api="anthropic")
+    v = check_exchange(raw(400, body), request, wire="anthropic")
     assert v.failed_checks == ["suite.request.accepted"]
     viol = v.errors[0]
     assert viol.where.pointer == "/context_management"
@@ -45,20 +45,20 @@ def test_named_field_prefers_sub_keys_and_system_role():
 
 def test_deadlines_and_connect_are_transport_verdicts_only():
     total = check_exchange(raw(200, b"event: ping\ndata: {}\n\n", ctype="text/event-stream", error_kind="deadline_total",
-                               error="did not finish"), {"stream": True}, api="anthropic")
+                               error="did not finish"), {"stream": True}, wire="anthropic")
     assert total.failed_checks == ["suite.deadline.total"]
     first = check_exchange(raw(200, error_kind="deadline_first_content", error="pings only"), {"stream": True},
-                           api="anthropic")
+                           wire="anthropic")
     assert first.failed_checks == ["suite.deadline.first_content"]
     down = check_exchange(RawExchange("POST", "http://127.0.0.1:1/v1/messages", {}, b"", error_kind="connect",
-                                      error="refused"), {}, api="anthropic")
+                                      error="refused"), {}, wire="anthropic")
     assert down.failed_checks == ["suite.target.reachable"]
 
 
 def test_count_tokens_missing_and_present():
-    missing = check_exchange(raw(404, b'{"error":"not found"}', path="/v1/messages/count_tokens"), {}, api="anthropic")
+    missing = check_exchange(raw(404, b'{"error":"not found"}', path="/v1/messages/count_tokens"), {}, wire="anthropic")
     assert missing.failed_checks == ["suite.count_tokens.available"]
-    ok = check_exchange(raw(200, b'{"input_tokens": 12}', path="/v1/messages/count_tokens"), {}, api="anthropic")
+    ok = check_exchange(raw(200, b'{"input_tokens": 12}', path="/v1/messages/count_tokens"), {}, wire="anthropic")
     assert ok.ok and ok.outcomes["suite.count_tokens.available"] == "passed"
 
 

@@ -77,7 +77,7 @@ def test_failure_folder_reproduces_without_the_key(pytester, stop_missing_engine
     headers = {k: v for k, v in req["headers"].items() if "<redacted" not in v}
     headers["x-api-key"] = SECRET
     raw = send_sync("POST", req["url"], headers=headers, body=(folder / "1.request.body").read_bytes())
-    again = check_exchange(raw, req["body"], api="anthropic")
+    again = check_exchange(raw, req["body"], wire="anthropic")
     assert "anthropic.stream.stop_sequence_present" in again.failed_checks
     chunks = [json.loads(line) for line in (folder / "1.response.chunks.jsonl").read_text().splitlines()]
     assert chunks[0]["status"] == 200 and all("t" in c for c in chunks[1:])

@@ -18,7 +18,7 @@ BODY = next(ex["request"]["body"] for ex in PLAIN["exchanges"] if ex["request"][
 
 def _attribute(target_url: str, engine_url: str):
     raw = replay(target_url, "/v1/responses", BODY)
-    verdict = check_exchange(raw, BODY, api="responses")
+    verdict = check_exchange(raw, BODY, wire="responses")
     assert "responses.stream.done_text" in verdict.failed_checks, verdict.failed_checks
     return attribute(BODY, verdict, engine_url, api="responses", client_path="/v1/responses")
 

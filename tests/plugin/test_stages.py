@@ -28,21 +28,21 @@ def raw(status=200, body=b"", *, path="/v1/messages", error_kind=None, error=Non
 def test_the_stages_run_in_the_module_rules_order():
     assert [stage.__name__ for stage in STAGES] == ORDER
     state, _ = judge_stages(raw(200, json.dumps(CALL).encode()), {"model": "m", "tools": TOOLS,
-                                                                 "tool_choice": {"type": "any"}}, api="anthropic")
+                                                                 "tool_choice": {"type": "any"}}, wire="anthropic")
     assert state.ran == ORDER and state.ended_by is None
 
 
 @pytest.mark.parametrize("kind", ["deadline_total", "deadline_first_content", "connect"])
 def test_no_answer_or_a_deadline_ends_judging_after_transport(kind):
     state, outcomes = judge_stages(raw(200, json.dumps(CALL).encode(), error_kind=kind, error="late"),
-                                   {"tools": TOOLS}, api="anthropic")
+                                   {"tools": TOOLS}, wire="anthropic")
     assert state.ran == ["transport"] and state.ended_by == "transport"
     assert [o.outcome for o in outcomes] == ["failed"] and state.message is None
 
 
 def test_a_4xx_ends_judging_at_status():
     state, outcomes = judge_stages(raw(400, b'{"error": {"message": "bad tools"}}'), {"tools": TOOLS},
-                                   api="anthropic")
+                                   wire="anthropic")
     assert state.ran == ["transport", "status"] and state.ended_by == "status"
     assert [(o.check_id, o.outcome) for o in outcomes] == [("suite.request.accepted", "failed")]
     assert state.error_text == "bad tools"
@@ -50,13 +50,13 @@ def test_a_4xx_ends_judging_at_status():
 
 def test_count_tokens_and_other_paths_end_judging_at_endpoint():
     state, outcomes = judge_stages(raw(200, b'{"input_tokens": 7}', path="/v1/messages/count_tokens"), {},
-                                   api="anthropic")
+                                   wire="anthropic")
     assert state.ended_by == "endpoint"
     assert [(o.check_id, o.outcome) for o in outcomes] == [("suite.request.accepted", "passed"),
                                                            ("suite.count_tokens.available", "passed")]
-    state, outcomes = judge_stages(raw(200, b"{}", path="/v1/models"), {}, api="openai")
+    state, outcomes = judge_stages(raw(200, b"{}", path="/v1/models"), {}, wire="openai")
     assert state.ended_by == "endpoint" and outcomes[-1].outcome is None and outcomes[-1].note
-    assert "suite.stream.wellformed" not in check_exchange(raw(200, b"{}", path="/v1/models"), {}, api="openai").outcomes
+    assert "suite.stream.wellformed" not in check_exchange(raw(200, b"{}", path="/v1/models"), {}, wire="openai").outcomes
 
 
 @pytest.mark.parametrize("request_", [
@@ -75,8 +75,8 @@ def test_every_stage_returns_check_outcomes(request_):
 def test_the_verdict_is_the_stage_outcomes_folded_in_order():
     request_ = {"model": "m", "tools": TOOLS, "tool_choice": {"type": "none"}}
     exchange = raw(200, json.dumps(CALL).encode())
-    _, outcomes = judge_stages(exchange, request_, api="anthropic")
-    verdict = check_exchange(exchange, request_, api="anthropic")
+    _, outcomes = judge_stages(exchange, request_, wire="anthropic")
+    verdict = check_exchange(exchange, request_, wire="anthropic")
     assert verdict.violations == [v for o in outcomes for v in o.violations]
     assert verdict.outcomes == {o.check_id: o.outcome for o in outcomes if o.outcome is not None}
     assert verdict.outcomes["tools.choice_honoured"] == "failed"

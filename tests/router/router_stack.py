@@ -178,7 +178,7 @@ def observe(router: str, engine: str, *, injection: bool = True, translation: bo
             since = log_total(engine)
             raw = send(router, "/v1/messages", body, deadlines)
             late = incremental(raw)
-        verdict = check_exchange(raw, body, api="anthropic", expect_model=MODEL)
+        verdict = check_exchange(raw, body, wire="anthropic", expect_model=MODEL)
         errors = [v for v in verdict.violations if v.is_error] + late
         answered[name] = verdict.answered_model
         obs = Observation(name, raw.status)
@@ -198,15 +198,15 @@ def observe(router: str, engine: str, *, injection: bool = True, translation: bo
         quoted["messages"][0]["content"][0]["text"] = '"' + quoted["messages"][0]["content"][0]["text"] + '"'
         since = log_total(engine)
         raw = send(router, "/v1/messages", quoted, deadlines)
-        verdict = check_exchange(raw, quoted, api="anthropic", expect_model=MODEL)
+        verdict = check_exchange(raw, quoted, wire="anthropic", expect_model=MODEL)
         obs = Observation("turn1-quoted", raw.status, [v for v in verdict.violations if v.is_error])
         if verdict.answered_model != answered.get("turn1"):
             obs.violations.append(violation(suite_checks.VARIANTS_SAME_MODEL, "the quoted prompt was answered by another model",
                                             expected=answered.get("turn1"), seen=verdict.answered_model))
         if obs.violations:
             def same_model_direct(raw_e: RawExchange, body_e: dict, api_e: str) -> list[Violation]:
-                bare = check_exchange(send(engine, "/v1/messages", probes["turn1"], deadlines), probes["turn1"], api="anthropic")
-                mine = check_exchange(raw_e, body_e, api=api_e)
+                bare = check_exchange(send(engine, "/v1/messages", probes["turn1"], deadlines), probes["turn1"], wire="anthropic")
+                mine = check_exchange(raw_e, body_e, wire=api_e)
                 if mine.answered_model != bare.answered_model:
                     return [violation(suite_checks.VARIANTS_SAME_MODEL, "the engine answers the variants with different models",
                                       expected=bare.answered_model, seen=mine.answered_model)]
@@ -219,7 +219,7 @@ def observe(router: str, engine: str, *, injection: bool = True, translation: bo
     # count_tokens
     ct = {k: v for k, v in probes["turn1"].items() if k not in ("stream", "max_tokens")}
     raw = send(router, "/v1/messages/count_tokens", ct, deadlines)
-    verdict = check_exchange(raw, ct, api="anthropic")
+    verdict = check_exchange(raw, ct, wire="anthropic")
     obs = Observation("count_tokens", raw.status, [v for v in verdict.violations if v.is_error])
     if obs.violations:
         obs.attribution = attribute(ct, obs.violations, engine, client_path="/v1/messages/count_tokens", deadlines=deadlines)

@@ -58,7 +58,7 @@ def test_translation_report_through_the_correct_stack(engine_url):
         assert raw.ok
         from conformance.checks.exchange import check_exchange
 
-        verdict = check_exchange(raw, body, api="anthropic")
+        verdict = check_exchange(raw, body, wire="anthropic")
         assert verdict.ok, verdict.violations
         hop, report = observe_hop(engine_url, body, verdict.message, since=since, route=raw.response_headers.get("x-router-route"))
     assert hop is not None and hop.engine_api == "openai" and report.engine_path == "/v1/chat/completions"

@@ -52,7 +52,7 @@ def exchange(raw_body: bytes, request: dict, api: str):
     path = "/v1/messages" if api == "anthropic" else "/v1/chat/completions"
     raw = RawExchange("POST", f"http://127.0.0.1:1{path}", {}, b"{}", status=200,
                       response_headers={"content-type": "text/event-stream"}, chunks=[(0.01, raw_body)])
-    return check_exchange(raw, request, api=api, turn=1)
+    return check_exchange(raw, request, wire=api, turn=1)
 
 
 # ----------------------------------------------------------------------------- OpenAI wire
