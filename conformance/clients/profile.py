@@ -54,6 +54,9 @@ class ClientProfile:
     redact_headers: tuple[str, ...] = ()  # identifier headers to pseudonymise
     redact_fields: frozenset[str] = frozenset()  # identifier fields of its JSON headers and metadata
     quotes_prompt: bool = False  # wraps a prompt with spaces in literal double quotes (opencode run)
+    # tools a first request must offer to serve as a loop template (Codex offers apply_patch only
+    # with a model catalog entry that enables it; captures without one edit through the shell)
+    loop_tools: tuple[str, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)  # client-specific launch data
 
     @property
