@@ -64,7 +64,7 @@ async def _timed(target: Target, body: dict[str, Any], name: str, t0: float) -> 
     started = time.monotonic() - t0
     raw = await send(target, body)
     finished = time.monotonic() - t0
-    judged = await asyncio.to_thread(check_exchange, raw, body, api=target.api)
+    judged = await asyncio.to_thread(check_exchange, raw, body, wire=target.api)
     ok = raw.ok and not judged.errors
     what = "ok" if ok else (describe_exchange(raw) if not raw.ok else ", ".join(sorted({v.check_id for v in judged.errors})))
     return Timed(name, started, finished, ok, what, output_tokens(judged.message, target.api) or 0)

@@ -435,7 +435,7 @@ async def _run_level(target: Target, items: list[WorkItem], level: int, *, round
                 finished = time.monotonic() - t0
                 if not raw.ok:
                     broken.set()  # before judging: the next slot must not start
-            judged = await asyncio.to_thread(check_exchange, raw, body, api=target.api)
+            judged = await asyncio.to_thread(check_exchange, raw, body, wire=target.api)
             violations = [v.at(exchange=f"concurrency {level}, request {i + 1} ({item.name})")
                           for v in judged.violations]
             kind = classify(raw, violations)

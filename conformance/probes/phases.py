@@ -63,7 +63,7 @@ async def _one(target: Target, body: dict[str, Any]) -> tuple[Any, dict | None]:
     raw = await send(target, body)
     message = None
     if raw.ok:
-        message = (await asyncio.to_thread(check_exchange, raw, body, api=target.api)).message
+        message = (await asyncio.to_thread(check_exchange, raw, body, wire=target.api)).message
     return raw, message
 
 
