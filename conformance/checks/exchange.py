@@ -14,7 +14,8 @@ Rules:
   here: a check is added by registering it in the module of its area. The verdict folds the
   checks' verdicts in order: every violation in order, the last outcome per check id, every
   non-empty note. A check that ends judging sets `state.ended_by`, and no later check runs.
-- The order, and what stops judging (each check's rules are in its module):
+- The order today, and what stops judging (each check's rules are in its module; `conformance
+  checks` lists them):
   10 transport, 20 status, 30 endpoint, 40 grammar (checks/suite.py): no answer, a deadline, a
   size cap, a refusal, count_tokens or a path other than generation end judging; the grammar
   yields the accumulated message the later checks read.
