@@ -45,7 +45,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from conformance.checks.exchange import error_text
+from conformance.checks.refusal import error_text
 from conformance.core.registry import register, violation
 from conformance.core.verdict import Verdict
 from conformance.net.transport import RawExchange

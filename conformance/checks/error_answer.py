@@ -18,10 +18,10 @@ from conformance.checks import suite as suite_checks
 from conformance.core.failures import Violation
 from conformance.core.registry import violation
 from conformance.net.transport import RawExchange
-from conformance.wire.dialect import dialect
+from conformance.wire.dialect import Dialect
 
 
-def check_error_answer(raw: RawExchange, api: str) -> list[Violation]:
+def check_error_answer(raw: RawExchange, wire: Dialect) -> list[Violation]:
     """Violations of the answer to a request that had to be refused (empty: refused correctly)."""
     if raw.status is None:
         return []
@@ -29,7 +29,7 @@ def check_error_answer(raw: RawExchange, api: str) -> list[Violation]:
         return [violation(suite_checks.ERROR_ENVELOPE, "the target accepted a request whose messages is not a list",
                           expected="a 4xx error in the API's error envelope", seen=f"HTTP {raw.status}",
                           pointer="/messages")]
-    out = list(dialect(api).check_error(raw.status, raw.body()))
+    out = list(wire.check_error(raw.status, raw.body()))
     if not any(v.is_error for v in out) and not 400 <= raw.status < 500:
         out.append(violation(suite_checks.ERROR_ENVELOPE, "an invalid request was answered with a server error, not a 4xx",
                              expected="4xx (invalid_request_error)", seen=f"HTTP {raw.status}"))

@@ -12,26 +12,23 @@ Rules:
   by its `x-litellm-*` response headers) make a matching name `unverifiable` too: the echo
   proves nothing about which model answered. `judge_model(..., echoes_alias=True)`.
 - `judge_model` gives (outcome, violation or None, note); `model_outcome` the same as a
-  `Verdict`, for the exchange judge.
-- `identity.model_stable` compares the answering model across the turns of one agent loop.
+  `Verdict`; `model_matches` is the exchange check (order 90, the last) that runs it whenever a
+  message arrived.
+- `identity.model_stable` compares the answering model across the turns of one captured
+  conversation (a suite test reports it).
+- Both judge the stack: which model a router or engine let answer, not what the model said.
 """
 
 from __future__ import annotations
 
 import re
 
+from conformance.checks.exchange_state import ExchangeState
 from conformance.core.failures import Violation
-from conformance.core.registry import register, violation
+from conformance.core.registry import check, register, violation
 from conformance.core.verdict import Verdict
 
-MODEL_MATCHES = register(
-    "identity.model_matches",
-    "the model that answered is the one asked for (or the served model it is mapped to)",
-    likely_cause=(
-        "router fallback or a misconfigured alias: a different model answered silently (a "
-        "fallback list, a cooldown after upstream errors, or a model map pointing elsewhere)"
-    ),
-).id
+MODEL_MATCHES = "identity.model_matches"  # registered with its code below
 
 MODEL_STABLE = register(
     "identity.model_stable",
@@ -40,6 +37,8 @@ MODEL_STABLE = register(
         "the router load-balances or falls back between different models mid-session (rate "
         "limits, cooldowns), so one conversation is answered by several models"
     ),
+    scope="suite",
+    judges="stack",
 ).id
 
 _SNAPSHOT_SUFFIX = re.compile(r"^-(?:\d{4}-?\d{2}-?\d{2}|\d{8}|latest)$")
@@ -89,3 +88,23 @@ def model_outcome(seen: str | None, sent: str | None, expected: str | None, *, t
     """`identity.model_matches` for one exchange (see `judge_model`)."""
     outcome, found, note = judge_model(seen, sent, expected, turn=turn, echoes_alias=echoes_alias)
     return Verdict(MODEL_MATCHES, outcome, () if found is None else (found,), note)
+
+
+@check(
+    MODEL_MATCHES,
+    "the model that answered is the one asked for (or the served model it is mapped to)",
+    likely_cause=(
+        "router fallback or a misconfigured alias: a different model answered silently (a "
+        "fallback list, a cooldown after upstream errors, or a model map pointing elsewhere)"
+    ),
+    scope="exchange",
+    judges="stack",
+    order=90,
+)
+def model_matches(state: ExchangeState) -> list[Verdict]:
+    """The model that answered is the one asked for (judged whenever a message arrived)."""
+    if state.message is None:
+        return []
+    seen = state.message.get("model") or None if isinstance(state.message, dict) else None
+    return [model_outcome(seen, state.request.get("model"), state.expect_model, turn=state.turn,
+                          echoes_alias=echoes_alias(state.raw.response_headers))]

@@ -14,35 +14,28 @@ Rules (facts from the API references):
   stops (tool_use / tool_calls), stop sequences and answers without usage are not judged; the
   verdict is "passed" when the cap and the usage are known and agree.
 - The words (natural stop, cap stop, the field, the request's cap keys, the usage key) are the
-  Dialect's (`dialect(api).stops`, `output_cap`, `output_tokens`). `cap_outcome` gives a
-  `Verdict`; `check_cap_reported` the same as (outcome, violations).
+  Dialect's (`wire.stops`, `output_cap`, `output_tokens`). `cap_outcome` gives the `Verdict`;
+  `cap_reported` is the exchange check (order 50, after the grammar) that runs it.
+- It judges the stack: the engine's or router's stop reason, not the model's choice to stop.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from conformance.core.failures import Violation
-from conformance.core.registry import register, violation
+from conformance.checks.exchange_state import ExchangeState
+from conformance.core.registry import check, violation
 from conformance.core.verdict import Verdict
-from conformance.wire.dialect import dialect
+from conformance.wire.dialect import Dialect
 
-CAP_REPORTED = register(
-    "suite.stop_reason.cap_reported",
-    "an answer whose output tokens reach the request's cap is reported as cut (max_tokens / length)",
-    likely_cause=(
-        "the engine reports a generation stopped by the output cap as finished (llama.cpp's "
-        "/v1/responses status completed at max_output_tokens), or a router maps the cut reason "
-        "to end_turn / stop"
-    ),
-).id
+CAP_REPORTED = "suite.stop_reason.cap_reported"  # registered with its code below
 
-def cap_outcome(message: Any, request: dict | None, api: str, *, turn: int | None = None) -> Verdict | None:
+
+def cap_outcome(message: Any, request: dict | None, wire: Dialect, *, turn: int | None = None) -> Verdict | None:
     """`suite.stop_reason.cap_reported` for one exchange, or None when it cannot apply (no
     message, no cap in the request, no usage, or a stop reason neither natural nor the cap's)."""
     if not isinstance(message, dict):
         return None
-    wire = dialect(api)
     stops = wire.stops
     cap, used = wire.output_cap(request), wire.output_tokens(message)
     stop = wire.stop_reason(message)
@@ -57,8 +50,19 @@ def cap_outcome(message: Any, request: dict | None, api: str, *, turn: int | Non
     return Verdict(CAP_REPORTED, "passed")
 
 
-def check_cap_reported(message: Any, request: dict | None, api: str, *,
-                       turn: int | None = None) -> tuple[str, list[Violation]] | None:
-    """(outcome, violations) of `cap_outcome`, for callers that unpack them."""
-    judged = cap_outcome(message, request, api, turn=turn)
-    return None if judged is None else (judged.outcome, list(judged.violations))
+@check(
+    CAP_REPORTED,
+    "an answer whose output tokens reach the request's cap is reported as cut (max_tokens / length)",
+    likely_cause=(
+        "the engine reports a generation stopped by the output cap as finished (llama.cpp's "
+        "/v1/responses status completed at max_output_tokens), or a router maps the cut reason "
+        "to end_turn / stop"
+    ),
+    scope="exchange",
+    judges="stack",
+    order=50,
+)
+def cap_reported(state: ExchangeState) -> list[Verdict]:
+    """An answer that used the whole output cap but says it finished (a warning)."""
+    judged = cap_outcome(state.message, state.request, state.wire, turn=state.turn)
+    return [] if judged is None else [judged]

@@ -12,10 +12,12 @@ Rules (facts from the API references):
   the call would have come next. A named choice answered with another tool is an error; so is a
   call under `none`.
 - What a request demands is the Dialect's reading (`demanded_tool_choice`); the stops that end a
-  turn before a forced call could come are its `stops.caps`. `choice_outcome` gives a
-  `Verdict`; `check_choice` the same as (outcome, violations, note).
+  turn before a forced call could come are its `stops.caps`. `choice_outcome` gives the
+  `Verdict`; `choice_honoured` is the exchange check (order 70) that runs it.
 - The check applies only when the request forces or forbids calls and offers tools; a verdict
   is recorded ("passed" too) only then.
+- It judges the stack: a forced or forbidden choice is the engine's decoding and the router's
+  mapping to keep, not the model's to make.
 - Why a check of its own: an engine that ignores the force (no constrained decoding for the
   tool-call format) or a router that drops or mis-maps it (Anthropic `any` -> OpenAI
   `required`) breaks the agent loops that force a call, and the loop would otherwise report only
@@ -27,32 +29,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conformance.core.failures import Violation
-from conformance.core.registry import register, violation
+from conformance.checks.exchange_state import ExchangeState
+from conformance.core.registry import check, violation
 from conformance.core.verdict import Verdict
-from conformance.wire.dialect import dialect
+from conformance.wire.dialect import Dialect
 
-CHOICE_HONOURED = register(
-    "tools.choice_honoured",
-    "a forced tool_choice (any / required / a named tool) gets a tool call, tool_choice none gets none",
-    likely_cause=(
-        "the engine ignores tool_choice (it does not constrain decoding to its tool-call format: "
-        "llama.cpp with a chat template whose tool format it does not force, vLLM without guided "
-        "decoding), or a router drops or mis-maps it (Anthropic {type: any} must become OpenAI "
-        "'required')"
-    ),
-).id
+CHOICE_HONOURED = "tools.choice_honoured"  # registered with its code below
 
 
-def demanded(request: dict | None, api: str) -> tuple[str, str | None, list[str] | None] | None:
-    """What the request's tool_choice demands (`Dialect.demanded_tool_choice`): ("force", name or
-    None, allowed names or None), ("forbid", None, None), or None when it demands nothing."""
-    return dialect(api).demanded_tool_choice(request)
-
-
-def choice_outcome(message: Any, request: dict | None, api: str, *, turn: int | None = None) -> Verdict | None:
+def choice_outcome(message: Any, request: dict | None, wire: Dialect, *, turn: int | None = None) -> Verdict | None:
     """`tools.choice_honoured` for one exchange, or None when it does not apply."""
-    wire = dialect(api)
     want = wire.demanded_tool_choice(request)
     if want is None or not wire.offered_tools(request) or message is None:
         return None
@@ -89,8 +75,20 @@ def choice_outcome(message: Any, request: dict | None, api: str, *, turn: int | 
     return Verdict(CHOICE_HONOURED, "passed")
 
 
-def check_choice(message: Any, request: dict | None, api: str, *,
-                 turn: int | None = None) -> tuple[str, list[Violation], str] | None:
-    """(outcome, violations, note) of `choice_outcome`, for callers that unpack them."""
-    judged = choice_outcome(message, request, api, turn=turn)
-    return None if judged is None else (judged.outcome, list(judged.violations), judged.note)
+@check(
+    CHOICE_HONOURED,
+    "a forced tool_choice (any / required / a named tool) gets a tool call, tool_choice none gets none",
+    likely_cause=(
+        "the engine ignores tool_choice (it does not constrain decoding to its tool-call format: "
+        "llama.cpp with a chat template whose tool format it does not force, vLLM without guided "
+        "decoding), or a router drops or mis-maps it (Anthropic {type: any} must become OpenAI "
+        "'required')"
+    ),
+    scope="exchange",
+    judges="stack",
+    order=70,
+)
+def choice_honoured(state: ExchangeState) -> list[Verdict]:
+    """A forced or forbidden tool_choice is honoured."""
+    judged = choice_outcome(state.message, state.request, state.wire, turn=state.turn)
+    return [] if judged is None else [judged]

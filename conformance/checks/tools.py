@@ -1,13 +1,19 @@
 """Tool-call checks (`tools.*`): calls arrive structured, name an offered tool, fit its schema.
 
 Rules:
-- Works on the accumulated message of either API through its Dialect (conformance.wire.dialect:
+- Works on the accumulated message of any wire through its Dialect (conformance.wire.dialect:
   `tool_calls` as the one `ToolCall`, `text`, `offered_tools`, the stop vocabulary): Anthropic
   `tool_use` blocks with a parsed `input`, OpenAI `tool_calls` with `function.arguments` as a
-  JSON string. `tool_calls`, `offered_tools`, `describe_cut` are thin
-  wrappers over the Dialect for callers that hold an api name.
-- For the exchange judge: `structured_outcome` and `arguments_outcomes` give the verdicts as
+  JSON string, Responses `function_call` / `custom_tool_call` items.
+- Three exchange checks run here (scope "exchange", after the grammar): `call_structured`
+  (order 60, `tools.call_structured`), `arguments` (order 80, registered under
+  `tools.arguments_schema`, reporting `tools.name_offered` and `tools.call_cut` too) and `kept`
+  (order 85, registered under `tools.custom_tool_kept`, reporting `tools.namespace_kept` too).
+  `structured_outcome`, `arguments_outcomes` and `kept_outcomes` give their verdicts as
   `Verdict`s; `check_call_structured` / `check_arguments` give the bare violations.
+- What each judges: the stack — the engine's tool parser, a router's translation of tools —
+  except `tools.call_cut`, which judges the model: the stream and the parser were fine, the
+  model did not close its call within the output cap.
 - `tools.call_structured` fires only when the request offered tools and no structured call came
   while the answer's text looks like a call: the signature of an engine running without its
   tool-call parser (vLLM needs `--enable-auto-tool-choice --tool-call-parser NAME`; opencode
@@ -54,31 +60,20 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+from jsonschema.validators import validator_for
+
+from conformance.checks.exchange_state import ExchangeState
 from conformance.core.failures import Violation
-from conformance.core.registry import register, violation
-from conformance.core.verdict import Verdict
-from conformance.wire.dialect import Dialect, OfferedTool, ToolCall, dialect
+from conformance.core.registry import check, register, violation
+from conformance.core.verdict import Verdict, outcome_of
+from conformance.wire.dialect import Dialect, OfferedTool, ToolCall
 
-CALL_STRUCTURED = register(
-    "tools.call_structured",
-    "tool calls arrive structured (tool_use / tool_calls), not as text that looks like a call",
-    likely_cause=(
-        "the engine runs without its tool-call parser, so the model's call is returned as text: "
-        "vLLM needs --enable-auto-tool-choice --tool-call-parser NAME (hermes, qwen3_coder, "
-        "llama3_json, ...), llama.cpp needs --jinja; a router that flattens tool calls into text "
-        "does the same (opencode #1122)"
-    ),
-).id
-
-ARGUMENTS_SCHEMA = register(
-    "tools.arguments_schema",
-    "every tool call's arguments parse and validate against that tool's schema in the request",
-    likely_cause=(
-        "the engine's tool parser produced partial or malformed arguments (vLLM #35266, #41739; "
-        "opencode #8102), or the model ignored the schema (wrong property names, e.g. path vs "
-        "file_path)"
-    ),
-).id
+# Registered with their code below (the exchange checks).
+CALL_STRUCTURED = "tools.call_structured"
+ARGUMENTS_SCHEMA = "tools.arguments_schema"
+CUSTOM_TOOL_KEPT = "tools.custom_tool_kept"
 
 CALL_CUT = register(
     "tools.call_cut",
@@ -91,6 +86,8 @@ CALL_CUT = register(
         "the output cap (max_tokens) ended the turn inside a tool call: the model did not close the call within "
         "the cap; raise max_tokens, or the model rambles inside the arguments"
     ),
+    scope="exchange",
+    judges="model",
 ).id
 
 NAME_OFFERED = register(
@@ -100,17 +97,8 @@ NAME_OFFERED = register(
         "a router renamed or dropped tools in translation, or the model hallucinated a tool "
         "(a chat template that did not render the tool list)"
     ),
-).id
-
-
-CUSTOM_TOOL_KEPT = register(
-    "tools.custom_tool_kept",
-    "a call to a freeform (custom) tool comes back as a custom_tool_call with raw text input",
-    likely_cause=(
-        "the server or router converts freeform tools to function tools and answers a function_call with JSON "
-        "arguments; Codex's apply_patch then fails: \"invoked with incompatible payload\" (antirez/ds4 #745, "
-        "CLIProxyAPI #5753)"
-    ),
+    scope="exchange",
+    judges="stack",
 ).id
 
 NAMESPACE_KEPT = register(
@@ -120,28 +108,14 @@ NAMESPACE_KEPT = register(
         "the server flattens namespace tools into top-level functions (vLLM #46737) and answers with a prefixed "
         "name or without `namespace`; Codex cannot route the call to the namespace's handler"
     ),
+    scope="exchange",
+    judges="stack",
 ).id
 
 # Separators servers use when they flatten a namespace into a tool name (seen: "." and "__").
 _FLATTEN_SEPARATORS = (".", "__", "_", "/", ":", "-")
 # Framing of freeform patch tools: a grammar that names these delimits its input with them.
 PATCH_BEGIN, PATCH_END = "*** Begin Patch", "*** End Patch"
-
-
-def tool_calls(message: Any, api: str, unparsed_input: dict[str, str] | None = None) -> list[ToolCall]:
-    """The structured tool calls of an accumulated message (`Dialect.tool_calls`), kept for
-    callers that hold an api name."""
-    return dialect(api).tool_calls(message, unparsed_input)
-
-
-def offered_tools(request: dict | None, api: str) -> dict[str, dict | None]:
-    """Tool name -> its JSON schema (`Dialect.offered_tools`)."""
-    return dialect(api).offered_tools(request)
-
-
-def describe_cut(reason: str, api: str) -> str:
-    """'cut by the output cap (finish_reason 'length')' and the like (`Dialect.describe_cut`)."""
-    return dialect(api).describe_cut(reason)
 
 
 # Markers that tool-call chat templates emit when the server does not parse them (hermes/qwen,
@@ -202,8 +176,8 @@ def looks_like_call(text: str, offered: set[str] | None = None) -> re.Match | No
     return None
 
 
-def check_call_structured(message: Any, request: dict | None, api: str, *, turn: int | None = None) -> list[Violation]:
-    wire = dialect(api)
+def check_call_structured(message: Any, request: dict | None, wire: Dialect, *,
+                          turn: int | None = None) -> list[Violation]:
     offered = wire.offered_tools(request)
     if not offered or wire.tool_calls(message):
         return []
@@ -229,9 +203,6 @@ def check_call_structured(message: Any, request: dict | None, api: str, *, turn:
 
 @lru_cache(maxsize=256)
 def _validator(schema_text: str):
-    from jsonschema import Draft202012Validator
-    from jsonschema.validators import validator_for
-
     schema = json.loads(schema_text)
     cls = validator_for(schema, default=Draft202012Validator)
     cls.check_schema(schema)
@@ -250,13 +221,10 @@ def _call_cut(call: ToolCall, reason: str, wire: Dialect, problem: str, turn: in
         seen=f"arguments text {text[:300]!r}", pointer=call.pointer, turn=turn)
 
 
-def check_arguments(message: Any, request: dict | None, api: str, *, turn: int | None = None,
+def check_arguments(message: Any, request: dict | None, wire: Dialect, *, turn: int | None = None,
                     unparsed_input: dict[str, str] | None = None) -> tuple[list[Violation], list[str]]:
     """Violations of `tools.name_offered` / `tools.arguments_schema` / `tools.call_cut`, and notes
-    (unjudgeable schemas). `unparsed_input`: see `tool_calls`."""
-    from jsonschema.exceptions import SchemaError
-
-    wire = dialect(api)
+    (unjudgeable schemas). `unparsed_input`: see `Dialect.tool_calls`."""
     offered = wire.offered_tools(request)
     out: list[Violation] = []
     notes: list[str] = []
@@ -319,57 +287,107 @@ def check_arguments(message: Any, request: dict | None, api: str, *, turn: int |
     return out, notes
 
 
-def structured_outcome(message: Any, request: dict | None, api: str, *,
+def structured_outcome(message: Any, request: dict | None, wire: Dialect, *,
                        turn: int | None = None) -> Verdict | None:
     """`tools.call_structured` for one exchange, or None when the request offered no tools."""
-    if not dialect(api).offered_tools(request):
+    if not wire.offered_tools(request):
         return None
-    found = check_call_structured(message, request, api, turn=turn)
-    return Verdict(CALL_STRUCTURED, "failed" if found else "passed", tuple(found))
+    return Verdict.from_violations(CALL_STRUCTURED, check_call_structured(message, request, wire, turn=turn))
 
 
-def arguments_outcomes(message: Any, request: dict | None, api: str, *, turn: int | None = None,
+@check(
+    CALL_STRUCTURED,
+    "tool calls arrive structured (tool_use / tool_calls), not as text that looks like a call",
+    likely_cause=(
+        "the engine runs without its tool-call parser, so the model's call is returned as text: "
+        "vLLM needs --enable-auto-tool-choice --tool-call-parser NAME (hermes, qwen3_coder, "
+        "llama3_json, ...), llama.cpp needs --jinja; a router that flattens tool calls into text "
+        "does the same (opencode #1122)"
+    ),
+    scope="exchange",
+    judges="stack",
+    order=60,
+)
+def call_structured(state: ExchangeState) -> list[Verdict]:
+    """Tools offered: calls arrive structured, not as text that looks like a call."""
+    judged = structured_outcome(state.message, state.request, state.wire, turn=state.turn)
+    return [] if judged is None else [judged]
+
+
+def arguments_outcomes(message: Any, request: dict | None, wire: Dialect, *, turn: int | None = None,
                        unparsed_input: dict[str, str] | None = None) -> list[Verdict]:
     """`tools.name_offered`, `tools.call_cut` and `tools.arguments_schema` for one exchange (none
     without a structured call): the three verdicts first, in that order, then each violation as
     found (call by call), carrying its check's verdict. `arguments_schema` is unverifiable when
     no call's schema could be judged."""
-    calls = dialect(api).tool_calls(message, unparsed_input)
+    calls = wire.tool_calls(message, unparsed_input)
     if not calls:
         return []
-    found, notes = check_arguments(message, request, api, turn=turn, unparsed_input=unparsed_input)
-    ids = {x.check_id for x in found}
-    verdict = {
-        NAME_OFFERED: "failed" if NAME_OFFERED in ids else "passed",
-        CALL_CUT: "warning" if CALL_CUT in ids else "passed",
-        ARGUMENTS_SCHEMA: "failed" if ARGUMENTS_SCHEMA in ids else (
-            "unverifiable" if notes and len(notes) >= len(calls) else "passed"),
-    }
+    found, notes = check_arguments(message, request, wire, turn=turn, unparsed_input=unparsed_input)
+    unjudged = bool(notes) and len(notes) >= len(calls)  # no call's schema could be judged
+
+    def outcome(check_id: str, clean: str = "passed") -> str:
+        return outcome_of([x for x in found if x.check_id == check_id], clean=clean)
+
+    verdict = {NAME_OFFERED: outcome(NAME_OFFERED), CALL_CUT: outcome(CALL_CUT),
+               ARGUMENTS_SCHEMA: outcome(ARGUMENTS_SCHEMA, "unverifiable" if unjudged else "passed")}
     out = [Verdict(NAME_OFFERED, verdict[NAME_OFFERED]), Verdict(CALL_CUT, verdict[CALL_CUT]),
            Verdict(ARGUMENTS_SCHEMA, verdict[ARGUMENTS_SCHEMA], note="; ".join(notes))]
-    out += [Verdict(x.check_id, verdict[x.check_id], (x,)) for x in found]
-    return out + kept_outcomes(message, request, api, turn=turn)
+    return out + [Verdict(x.check_id, verdict[x.check_id], (x,)) for x in found]
 
 
-def kept_outcomes(message: Any, request: dict | None, api: str, *, turn: int | None = None) -> list[Verdict]:
+@check(
+    ARGUMENTS_SCHEMA,
+    "every tool call's arguments parse and validate against that tool's schema in the request",
+    likely_cause=(
+        "the engine's tool parser produced partial or malformed arguments (vLLM #35266, #41739; "
+        "opencode #8102), or the model ignored the schema (wrong property names, e.g. path vs "
+        "file_path)"
+    ),
+    scope="exchange",
+    judges="stack",
+    order=80,
+)
+def arguments(state: ExchangeState) -> list[Verdict]:
+    """Every structured call names an offered tool and fits its schema (or was cut by the cap)."""
+    return arguments_outcomes(state.message, state.request, state.wire, turn=state.turn,
+                              unparsed_input=state.unparsed_input)
+
+
+def kept_outcomes(message: Any, request: dict | None, wire: Dialect, *, turn: int | None = None) -> list[Verdict]:
     """`tools.custom_tool_kept` and `tools.namespace_kept` for one exchange: each judged when the
     request offered a tool of its kind and a call to one came back (nothing otherwise)."""
-    wire = dialect(api)
     specs = wire.offered_tool_specs(request)
     calls = wire.tool_calls(message)
     out: list[Verdict] = []
     custom = [c for c in calls if (s := resolve_call(c, specs)) is not None and s.kind == "custom"]
     if custom:
-        found = tuple(violation(
+        out.append(Verdict.from_violations(CUSTOM_TOOL_KEPT, (violation(
             CUSTOM_TOOL_KEPT, f"the freeform tool {c.name!r} was answered with a function_call and JSON arguments",
             expected="a custom_tool_call whose input is the raw text", seen=f"arguments {(c.raw or '')[:200]!r}",
-            pointer=c.pointer, turn=turn) for c in custom if c.kind != "custom")
-        out.append(Verdict(CUSTOM_TOOL_KEPT, "failed" if found else "passed", found))
+            pointer=c.pointer, turn=turn) for c in custom if c.kind != "custom")))
     spaced = [(c, s) for c in calls if (s := resolve_call(c, specs)) is not None and s.namespace]
     if spaced:
-        found = tuple(v for c, s in spaced if (v := _namespace_problem(c, s, turn)) is not None)
-        out.append(Verdict(NAMESPACE_KEPT, "failed" if found else "passed", found))
+        out.append(Verdict.from_violations(
+            NAMESPACE_KEPT, (v for c, s in spaced if (v := _namespace_problem(c, s, turn)) is not None)))
     return out
+
+
+@check(
+    CUSTOM_TOOL_KEPT,
+    "a call to a freeform (custom) tool comes back as a custom_tool_call with raw text input",
+    likely_cause=(
+        "the server or router converts freeform tools to function tools and answers a function_call with JSON "
+        "arguments; Codex's apply_patch then fails: \"invoked with incompatible payload\" (antirez/ds4 #745, "
+        "CLIProxyAPI #5753)"
+    ),
+    scope="exchange",
+    judges="stack",
+    order=85,
+)
+def kept(state: ExchangeState) -> list[Verdict]:
+    """Freeform tools come back freeform, namespaced tools keep their namespace."""
+    return kept_outcomes(state.message, state.request, state.wire, turn=state.turn)
 
 
 def resolve_call(call: ToolCall, specs: list[OfferedTool]) -> OfferedTool | None:

@@ -1,9 +1,23 @@
-"""`conformance checks`: list every registered check id with its one-line title."""
+"""`conformance checks`: list every registered check: its id, scope, what it judges, and title.
+
+Rules:
+- One line per check, sorted by id, under a header: the id, the scope (which runner runs it:
+  wire, exchange, hop, loop, probe, suite, live, capture), what it judges (`stack`: the wire and
+  the protocol, may fail the gate; `model`: the model's behaviour), then the one-line title, with
+  the severity after it when it is not `error`.
+- `--json` prints the same facts, one object per check (its data, not its code).
+"""
 
 from __future__ import annotations
 
+import json
+from dataclasses import fields
+
+from conformance.core.registry import CheckSpec, registered
+
 NAME = "checks"
-HELP = "list every check id with its one-line description"
+HELP = "list every check id with its scope, what it judges, and its one-line description"
+HEADER = ("id", "scope", "judges", "title")
 
 
 def add_arguments(parser) -> None:
@@ -11,17 +25,24 @@ def add_arguments(parser) -> None:
     parser.add_argument("--area", help="only checks whose id starts with AREA (e.g. anthropic)")
 
 
+def as_data(spec: CheckSpec) -> dict:
+    """A check's facts for `--json`: every field but its code (`run`, `applies`)."""
+    return {f.name: getattr(spec, f.name) for f in fields(spec) if f.name not in ("run", "applies")}
+
+
+def lines(specs: list[CheckSpec]) -> list[str]:
+    """The table: a header, then one line per check, columns aligned."""
+    rows = [HEADER] + [(s.id, s.scope, s.judges, s.title + ("" if s.severity == "error" else f" [{s.severity}]"))
+                       for s in specs]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    return ["  ".join(cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True)) + "  " + row[3]
+            for row in rows]
+
+
 def run(args) -> int:
-    import json
-
-    from conformance.core.registry import registered as load_all
-
-    specs = [s for s in load_all() if not args.area or s.id.startswith(args.area)]
+    specs = [s for s in registered() if not args.area or s.id.startswith(args.area)]
     if args.json:
-        print(json.dumps([s.__dict__ for s in specs], indent=1))
+        print(json.dumps([as_data(s) for s in specs], indent=1))
         return 0
-    width = max((len(s.id) for s in specs), default=10)
-    for s in specs:
-        sev = "" if s.severity == "error" else f" [{s.severity}]"
-        print(f"{s.id:<{width}}  {s.title}{sev}")
+    print("\n".join(lines(specs)))
     return 0

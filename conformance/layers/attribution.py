@@ -46,7 +46,7 @@ from conformance.core.failures import Violation
 from conformance.layers import minimal
 from conformance.net.transport import Deadlines, RawExchange
 from conformance.report.text import format_violation
-from conformance.wire.dialect import DIALECTS, is_generation_path
+from conformance.wire.dialect import DIALECTS, dialect, is_generation_path
 
 LAYERS = ("router", "engine", "both", "unknown")
 REPLAY_DEADLINES = Deadlines(connect=5, first_content=60, total=120)
@@ -367,12 +367,12 @@ def attribute_context(ctx, engine_url: str | None = None) -> list[Attribution]:
         if getattr(sent, "expect_error", False) and sent.raw.status is not None:
             # A deliberately invalid request: a refusal is right, so both sides are judged by the
             # error-answer rule (a 400 from the engine is a pass there, not "request refused").
-            wrong = check_error_answer(sent.raw, sent.api)
+            wrong = check_error_answer(sent.raw, dialect(sent.api))
             if not any(v.is_error for v in wrong):
                 continue
             out.append(attribute(sent.request, wrong, engine_url, api=sent.api, expect_model=expect,
                                  client_path=urlsplit(sent.raw.url).path, deadlines=ctx.settings.deadlines,
-                                 judge=lambda raw, body, api: check_error_answer(raw, api)))
+                                 judge=lambda raw, body, api: check_error_answer(raw, dialect(api))))
             continue
         verdict = check_exchange(sent.raw, sent.request, wire=sent.api, expect_model=expect)
         if verdict.ok:

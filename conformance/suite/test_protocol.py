@@ -55,7 +55,7 @@ def test_error_envelope(api_capture, conformance_ctx):
     if raw.status is None:
         ctx.judge(sent)  # transport failure: reported by the exchange judge (reachable / deadline)
     else:
-        violations = check_error_answer(raw, ctx.api)
+        violations = check_error_answer(raw, dialect(ctx.api))
         errors = [v for v in violations if v.is_error]
         for v in violations:
             if v.check_id != suite_checks.ERROR_ENVELOPE:

@@ -241,6 +241,4 @@ def test_the_conformant_engine_honours_a_forced_choice_over_the_scenario(api, pa
     assert verdict.outcomes.get("tools.choice_honoured") == "passed", [str(v) for v in verdict.violations]
     assert not verdict.errors, [str(v) for v in verdict.errors]
     if want is not None:
-        from conformance.checks.tools import tool_calls
-
-        assert [c.name for c in tool_calls(verdict.message, api)] == [want]
+        assert [c.name for c in verdict.wire.tool_calls(verdict.message)] == [want]

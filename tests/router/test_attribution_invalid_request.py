@@ -16,6 +16,8 @@ from conformance.checks.error_answer import check_error_answer
 from conformance.engine.launch import serve_engine_in_thread
 from conformance.layers.attribution import attribute, decide, violation_symptom
 from conformance.net.transport import RawExchange
+from conformance.wire import ANTHROPIC
+from conformance.wire.dialect import dialect
 
 INVALID = {"model": "reference-model", "max_tokens": 20, "messages": "this is not a list of messages", "stream": False}
 
@@ -30,7 +32,7 @@ ROUTER_ACCEPTS = _answer(200, {"id": "msg_1", "type": "message", "role": "assist
 
 
 def _judge(raw, body, api):
-    return check_error_answer(raw, api)
+    return check_error_answer(raw, dialect(api))
 
 
 @pytest.fixture(scope="module")
@@ -51,11 +53,11 @@ def test_correct_refusal_passes_the_error_judge(good_engine):
     resp = httpx.post(good_engine + "/v1/messages", json=INVALID, timeout=10)
     raw = _answer(resp.status_code, resp.json())
     assert resp.status_code == 400
-    assert check_error_answer(raw, "anthropic") == []
+    assert check_error_answer(raw, ANTHROPIC) == []
 
 
 def test_router_crash_in_front_of_a_correct_engine_is_the_router(good_engine):
-    wrong = check_error_answer(ROUTER_CRASH, "anthropic")
+    wrong = check_error_answer(ROUTER_CRASH, ANTHROPIC)
     assert [v.check_id for v in wrong] == ["suite.error.envelope"]
     att = attribute(INVALID, wrong, good_engine, api="anthropic", judge=_judge)
     assert att.layer == "router", att.explanation
@@ -63,15 +65,15 @@ def test_router_crash_in_front_of_a_correct_engine_is_the_router(good_engine):
 
 
 def test_router_crash_in_front_of_a_wrong_envelope_engine_is_both(envelope_engine):
-    wrong = check_error_answer(ROUTER_CRASH, "anthropic")
+    wrong = check_error_answer(ROUTER_CRASH, ANTHROPIC)
     att = attribute(INVALID, wrong, envelope_engine, api="anthropic", judge=_judge)
     assert att.layer == "both", att.explanation
     assert any(v.check_id == "anthropic.error.envelope" for v in att.engine_violations)
 
 
 def test_accepting_and_crashing_are_different_symptoms():
-    accepted = check_error_answer(ROUTER_ACCEPTS, "anthropic")
-    crashed = check_error_answer(ROUTER_CRASH, "anthropic")
+    accepted = check_error_answer(ROUTER_ACCEPTS, ANTHROPIC)
+    crashed = check_error_answer(ROUTER_CRASH, ANTHROPIC)
     assert violation_symptom(accepted[0]) != violation_symptom(crashed[0])
     # router crashes (500) while the engine would accept (200): two failures, one per layer
     layer, _ = decide(crashed, accepted, engine_answered=True)

@@ -107,8 +107,9 @@ def test_reasoning_and_text_readers():
 
 
 def _check(*items, request=REQUEST):
-    found, notes = tools.check_arguments(_answer(*items), request, "responses")
-    outcomes = tools.arguments_outcomes(_answer(*items), request, "responses")
+    found, notes = tools.check_arguments(_answer(*items), request, RESPONSES)
+    outcomes = tools.arguments_outcomes(_answer(*items), request, RESPONSES) + tools.kept_outcomes(
+        _answer(*items), request, RESPONSES)
     return found, {o.check_id: o.outcome for o in outcomes}
 
 
@@ -126,9 +127,9 @@ def test_a_patch_without_its_framing_fails_the_schema_rule():
 
 
 def test_a_patch_written_as_text_is_a_dropped_call():
-    found = tools.check_call_structured(_answer(rs.message("Here:\n" + rs.PATCH)), REQUEST, "responses")
+    found = tools.check_call_structured(_answer(rs.message("Here:\n" + rs.PATCH)), REQUEST, RESPONSES)
     assert _ids(found) == {tools.CALL_STRUCTURED}
-    assert tools.check_call_structured(_answer(rs.message("All done.")), REQUEST, "responses") == []
+    assert tools.check_call_structured(_answer(rs.message("All done.")), REQUEST, RESPONSES) == []
 
 
 @pytest.mark.parametrize("name, namespace, ok", [

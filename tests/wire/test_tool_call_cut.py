@@ -17,6 +17,7 @@ from wire_helpers import body, index
 from conformance.checks import tools
 from conformance.checks.exchange import check_exchange
 from conformance.net.transport import RawExchange
+from conformance.wire import CHAT
 from conformance.wire.anthropic import grammar as anthropic
 from conformance.wire.chat import grammar as openai
 
@@ -204,15 +205,15 @@ def _o_message(finish: str, *arguments: tuple[str, str]) -> dict:
 
 def test_schema_failure_of_the_last_call_of_a_cut_turn_is_a_cut():
     msg = _o_message("length", ("write", '{"filePath": "/a"}'))
-    [v], _ = tools.check_arguments(msg, {"tools": OPENAI_TOOLS}, "openai")
+    [v], _ = tools.check_arguments(msg, {"tools": OPENAI_TOOLS}, CHAT)
     assert v.check_id == tools.CALL_CUT and "violate its schema" in v.message and "'content'" in v.message
-    [v], _ = tools.check_arguments({**msg, "finish_reason": "tool_calls"}, {"tools": OPENAI_TOOLS}, "openai")
+    [v], _ = tools.check_arguments({**msg, "finish_reason": "tool_calls"}, {"tools": OPENAI_TOOLS}, CHAT)
     assert v.check_id == tools.ARGUMENTS_SCHEMA
 
 
 def test_earlier_calls_of_a_cut_turn_are_judged_as_usual():
     msg = _o_message("length", ("read", '{"filePath": "/a'), ("write", "".join(CUT_WRITE)))
-    viols, _ = tools.check_arguments(msg, {"tools": OPENAI_TOOLS}, "openai")
+    viols, _ = tools.check_arguments(msg, {"tools": OPENAI_TOOLS}, CHAT)
     assert [(v.check_id, v.where.pointer) for v in viols] == [
         (tools.ARGUMENTS_SCHEMA, "/tool_calls/0/function/arguments"),
         (tools.CALL_CUT, "/tool_calls/1/function/arguments")]
@@ -220,7 +221,7 @@ def test_earlier_calls_of_a_cut_turn_are_judged_as_usual():
 
 def test_a_cut_turn_does_not_excuse_an_unoffered_tool():
     msg = _o_message("length", ("delete_all", '{"x'))
-    viols, _ = tools.check_arguments(msg, {"tools": OPENAI_TOOLS}, "openai")
+    viols, _ = tools.check_arguments(msg, {"tools": OPENAI_TOOLS}, CHAT)
     assert [v.check_id for v in viols] == [tools.NAME_OFFERED]
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.checks.tool_choice import CHOICE_HONOURED, check_choice, demanded
+from conformance.checks.tool_choice import CHOICE_HONOURED, choice_outcome
+from conformance.wire import ANTHROPIC, CHAT
 
 A_TOOLS = [{"name": "Write", "input_schema": {"type": "object"}}, {"name": "Read", "input_schema": {"type": "object"}}]
 O_TOOLS = [{"type": "function", "function": {"name": "write", "parameters": {"type": "object"}}},
@@ -30,45 +31,46 @@ O_CALL = {"role": "assistant", "content": None, "finish_reason": "tool_calls",
           "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{}"}}]}
 
 
-@pytest.mark.parametrize("api,request_,message,outcome", [
-    ("anthropic", a_req({"type": "any"}), A_TEXT, "failed"),
-    ("anthropic", a_req({"type": "any"}), A_CALL, "passed"),
-    ("anthropic", a_req({"type": "tool", "name": "Read"}), A_CALL, "failed"),
-    ("anthropic", a_req({"type": "tool", "name": "Write"}), A_CALL, "passed"),
-    ("anthropic", a_req({"type": "none"}), A_CALL, "failed"),
-    ("anthropic", a_req({"type": "none"}), A_TEXT, "passed"),
-    ("openai", o_req("required"), O_TEXT, "failed"),
-    ("openai", o_req("required"), O_CALL, "passed"),
-    ("openai", o_req({"type": "function", "function": {"name": "write"}}), O_CALL, "failed"),
-    ("openai", o_req({"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": [
+@pytest.mark.parametrize("wire,request_,message,outcome", [
+    (ANTHROPIC, a_req({"type": "any"}), A_TEXT, "failed"),
+    (ANTHROPIC, a_req({"type": "any"}), A_CALL, "passed"),
+    (ANTHROPIC, a_req({"type": "tool", "name": "Read"}), A_CALL, "failed"),
+    (ANTHROPIC, a_req({"type": "tool", "name": "Write"}), A_CALL, "passed"),
+    (ANTHROPIC, a_req({"type": "none"}), A_CALL, "failed"),
+    (ANTHROPIC, a_req({"type": "none"}), A_TEXT, "passed"),
+    (CHAT, o_req("required"), O_TEXT, "failed"),
+    (CHAT, o_req("required"), O_CALL, "passed"),
+    (CHAT, o_req({"type": "function", "function": {"name": "write"}}), O_CALL, "failed"),
+    (CHAT, o_req({"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": [
         {"type": "function", "function": {"name": "read"}}]}}), O_CALL, "passed"),
-    ("openai", o_req("none"), O_CALL, "failed"),
+    (CHAT, o_req("none"), O_CALL, "failed"),
 ])
-def test_verdicts(api, request_, message, outcome):
-    got, violations, _ = check_choice(message, request_, api, turn=1)
-    assert got == outcome
+def test_verdicts(wire, request_, message, outcome):
+    judged = choice_outcome(message, request_, wire, turn=1)
+    assert judged.check_id == CHOICE_HONOURED and judged.outcome == outcome
+    violations = judged.violations
     assert bool(violations) == (outcome == "failed")
     assert all(v.check_id == CHOICE_HONOURED and v.where.turn == 1 for v in violations)
 
 
 def test_cut_before_any_text_is_unverifiable():
     cut = {"role": "assistant", "content": "", "reasoning_content": "thinking about it", "finish_reason": "length"}
-    got, violations, note = check_choice(cut, o_req("required"), "openai")
-    assert (got, violations) == ("unverifiable", [])
-    assert "length" in note
+    judged = choice_outcome(cut, o_req("required"), CHAT)
+    assert (judged.outcome, judged.violations) == ("unverifiable", ())
+    assert "length" in judged.note
 
 
 @pytest.mark.parametrize("choice", [None, "auto", {"type": "auto"}, {"type": "function"}, 7])
 def test_auto_and_unknown_shapes_demand_nothing(choice):
-    assert demanded(o_req(choice), "openai") is None
-    assert check_choice(O_TEXT, o_req(choice), "openai") is None
+    assert CHAT.demanded_tool_choice(o_req(choice)) is None
+    assert choice_outcome(O_TEXT, o_req(choice), CHAT) is None
 
 
 def test_no_tools_offered_no_verdict():
-    assert check_choice(O_TEXT, {"tool_choice": "required", "messages": []}, "openai") is None
+    assert choice_outcome(O_TEXT, {"tool_choice": "required", "messages": []}, CHAT) is None
 
 
 def test_failure_names_what_was_said_instead():
-    _, violations, _ = check_choice(O_TEXT, o_req("required"), "openai")
+    violations = choice_outcome(O_TEXT, o_req("required"), CHAT).violations
     assert "You can call functions" in violations[0].seen
     assert "'length'" in violations[0].message
