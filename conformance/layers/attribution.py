@@ -100,9 +100,9 @@ Judge = Callable[[RawExchange, dict, Dialect], list[Violation]]
 def symptom(check_id: str) -> str:
     if check_id in SYMPTOMS:
         return SYMPTOMS[check_id]
-    for prefix in (f"{name}." for name in DIALECTS):  # a wire rule's id starts with its dialect
-        if check_id.startswith(prefix):
-            return check_id[len(prefix):]
+    for wire in DIALECTS.values():  # a wire rule's id starts with its wire's prefix
+        if check_id.startswith(wire.rule_prefix):
+            return check_id[len(wire.rule_prefix):]
     return check_id
 
 

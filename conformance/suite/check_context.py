@@ -31,11 +31,13 @@ from conformance.checks import suite as suite_checks
 from conformance.checks.error_answer import check_error_answer
 from conformance.checks.exchange import ExchangeVerdict, check_exchange
 from conformance.core.failures import SEVERITIES, Violation
+from conformance.core.paths import captured_dir
 from conformance.core.registry import violation
 from conformance.core.results import Result
 from conformance.core.verdict import RANK
 from conformance.layers.attribution import JudgedExchange, LayerVerdict, attribute_exchanges
 from conformance.net.client import serialize
+from conformance.report.artifacts import write_failure_folder
 from conformance.report.text import ConformanceFailure
 from conformance.suite.config import SuiteConfig
 from conformance.suite.session import Sent, SuiteSession
@@ -179,8 +181,6 @@ class CheckContext:
             self._apply(attribute_exchanges([self._judged(sent) for sent in self.exchanges], errors,
                                             self.settings.engine_url, deadlines=self.settings.deadlines))
         if errors:
-            from conformance.report.artifacts import write_failure_folder
-
             path = self.session.failure_dir(self.test_id)
             if self.exchanges:
                 reproduce.append(f"sh {path / 'curl.sh'}")
@@ -265,8 +265,6 @@ def _relative_capture(path: Path | None) -> str:
     if path is None:
         return ""
     try:
-        from conformance.core.paths import captured_dir
-
         return str(Path(path).resolve().relative_to(captured_dir().resolve()))
     except (ValueError, FileNotFoundError):
         return str(path)

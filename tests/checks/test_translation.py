@@ -12,6 +12,7 @@ from conformance.checks.translation import Hop
 from conformance.core.registry import checks_for, get
 from conformance.layers.hop import diff, probe_requests
 from conformance.layers.minimal import minimal_openai_request
+from conformance.router.translate import anthropic_to_openai
 from conformance.wire import ANTHROPIC, CHAT, RESPONSES
 
 CLIENT = probe_requests("m")["turn2"]
@@ -23,8 +24,6 @@ def _ids(report, severity="error"):
 
 def _faithful_engine_request(**changes):
     """What a faithful translating router sends for CLIENT (the reference router's mapping)."""
-    from conformance.router.translate import anthropic_to_openai
-
     body, _ = anthropic_to_openai(CLIENT, model="m")
     body.update(changes)
     return body

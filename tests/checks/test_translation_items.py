@@ -22,6 +22,7 @@ from aiohttp import web
 from conformance.checks import translation as translation_checks
 from conformance.checks.translation import Hop
 from conformance.core.paths import captured_dir
+from conformance.core.results import read_results
 from conformance.engine.launch import serve_engine_in_thread
 from conformance.layers.hop import log_total, observe_hop, probe_requests
 from conformance.router.translate import anthropic_to_openai
@@ -219,8 +220,6 @@ def test_an_anthropic_hop_records_no_responses_field_rule():
 
 def test_the_suite_reports_the_drop_on_the_codex_captures_through_the_router(engine_url, pytester):
     """The public test module end to end: the Codex corpus through the LiteLLM-shaped router."""
-    from conformance.core.results import read_results
-
     def litellm(body):
         if "effort" in (body.get("reasoning") or {}):
             body.pop("reasoning")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -268,8 +269,6 @@ class Row:
 def matrix(router_faults=None, engine_faults=None, *, workers: int = 5) -> list[Row]:
     """One row per stack: the correct stack in both modes, each router fault, each engine fault.
     Stacks are independent servers on their own ports, so they run `workers` at a time."""
-    from concurrent.futures import ThreadPoolExecutor
-
     plan = [("none", "(correct stack)", m, (), ()) for m in ("openai", "anthropic")]
     for fault, modes in (ROUTER_FAULTS_MODE if router_faults is None else router_faults).items():
         for mode in (modes,) if isinstance(modes, str) else modes:

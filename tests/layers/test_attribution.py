@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+import httpx
 import pytest
 
 from conformance.checks.error_answer import check_error_answer
@@ -57,8 +58,6 @@ def envelope_engine():
 
 
 def test_correct_refusal_passes_the_error_judge(good_engine):
-    import httpx
-
     resp = httpx.post(good_engine + "/v1/messages", json=INVALID, timeout=10)
     raw = _answer(resp.status_code, resp.json())
     assert resp.status_code == 400
