@@ -4,25 +4,26 @@
 are `conformance.checks.translation`; the public test module is `conformance.suite.test_translation`.)
 
 Rules:
-- Four inputs, compared by the `translation.*` checks: what the client sent (the capture
-  request: an Anthropic one, or a Responses one — `client_api` — whose `input` items are read
-  like messages to find it in the log), what reached the engine, what the engine answered, what reached the client.
-- The engine's wire is told by the path the router used (`dialect_of`, over the one path -> wire
-  map `conformance.wire.dialect.api_for_path`): a Dialect's endpoint (`generation_path`,
-  `count_tokens_path`, under any mount prefix), the OpenAI Responses API included. Answers are
-  accumulated by the Dialect's wire grammar (`check_stream` / `check_response`); a path of no
-  known wire is read as chat completions.
+- Four inputs, compared by the `translation.*` checks: what the client sent on its wire (an
+  Anthropic request, or a Responses one whose `input` items the Dialect reads like messages to
+  find it in the log), what reached the engine, what the engine answered, what reached the client.
+- The engine's wire is told by the path the router used, through the one path -> wire map
+  (`conformance.wire.dialect.dialect_for_path`): a Dialect's endpoint under any mount prefix.
+  Only requests on a generation path are considered, so that map always knows their wire.
+  Answers are accumulated by the Dialect's wire grammar (`check_stream` / `check_response`).
 - What reached the engine comes from a received log: the reference engine's
   `GET /_conformance/received` ({"requests": [{seq, method, path, headers, body}], "total"}), or
   any recorder in front of a real engine that serves the same endpoint (the capture proxy). The
   log is snapshotted (`total`) before the exchange, so only requests that arrived during it are
-  considered; among them the one carrying the client's last user-authored text is picked.
+  considered; among them the one carrying the client's last user-authored text is picked
+  (`Dialect.last_user_text`), preferring one that also carries its last entry (`tail_text`).
 - What the engine answered: the recorded answer when the recorder has one; otherwise the engine's
   answer to a direct replay of the very body it received (`exact=False`: the reference engine is
   deterministic, a sampled model is not, so exact-value comparisons — ids, text — are skipped).
-- The minimal translation attribution uses when the engine has no `/v1/messages` lives apart, in
-  `conformance.layers.minimal`.
-- Every network call has a deadline (conformance.net.transport).
+- The minimal translation attribution uses when the engine has no route for the client's wire
+  lives apart, in `conformance.layers.minimal`.
+- Every network call goes through `conformance.net` with a deadline (the log: `net.fetch`; the
+  replay: `net.target`).
 """
 
 from __future__ import annotations
@@ -31,32 +32,25 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
-from conformance.checks import translation as translation_checks
+from conformance.checks.translation import PARAMS, Hop, check_hop
 from conformance.core.failures import Violation
+from conformance.net.client import serialize
+from conformance.net.fetch import FETCH_DEADLINES, get_json
+from conformance.net.target import Target
 from conformance.net.transport import Deadlines, RawExchange
 from conformance.report.text import format_violation
-from conformance.wire.dialect import DIALECTS, Dialect, dialect, dialect_for_path
+from conformance.wire import ANTHROPIC
+from conformance.wire.dialect import Dialect, dialect_for_path, is_generation_path
 
-GENERATION_PATHS = tuple(d.generation_path for d in DIALECTS.values())
 REPLAY_DEADLINES = Deadlines(connect=5, first_content=60, total=120)
+RECEIVED_PATH = "/_conformance/received"
 
 
 # ------------------------------------------------------------------------------ received log
 
-def received_log(engine_url: str, timeout: float = 5.0) -> dict | None:
+def received_log(engine_url: str, deadlines: Deadlines = FETCH_DEADLINES) -> dict | None:
     """The engine's (or recorder's) received log, or None when it has none."""
-    try:
-        resp = httpx.get(engine_url.rstrip("/") + "/_conformance/received", timeout=timeout)
-    except httpx.HTTPError:
-        return None
-    if resp.status_code != 200:
-        return None
-    try:
-        data = resp.json()
-    except ValueError:
-        return None
+    data = get_json(engine_url, RECEIVED_PATH, deadlines=deadlines)
     if isinstance(data, list):
         data = {"requests": data, "total": len(data)}
     return data if isinstance(data, dict) and isinstance(data.get("requests"), list) else None
@@ -71,73 +65,32 @@ def _entry_text(body: Any) -> str:
     return json.dumps(body, ensure_ascii=False) if body is not None else ""
 
 
-def _messages(body: dict) -> list:
-    """The conversation of a request: chat/Anthropic `messages`, or a Responses request's `input`
-    items (a string input is one user message)."""
-    if "messages" in body or "input" not in body:
-        return body.get("messages") or []
-    items = body.get("input")
-    return [{"role": "user", "content": items}] if isinstance(items, str) else [i for i in items or [] if isinstance(i, dict)]
+def _json_probe(text: str) -> str:
+    """`text` as it appears inside a JSON string (what to look for in a serialised body)."""
+    return json.dumps(text, ensure_ascii=False)[1:-1] if text else ""
 
 
-def _last_user_text(body: dict) -> str:
-    for message in reversed(_messages(body)):
-        if isinstance(message, dict) and message.get("role") == "user":
-            content = message.get("content")
-            texts = [content] if isinstance(content, str) else [
-                b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") in ("text", "input_text")]
-            texts = [t for t in texts if t.strip()]
-            if texts:
-                return texts[-1]
-    return ""
-
-
-def _tail_text(body: dict) -> str:
-    """The text of the client's last message (user text or tool result): it tells the turns of
-    one agent loop apart, since they all carry the same first user prompt."""
-    messages = _messages(body)
-    if not messages or not isinstance(messages[-1], dict):
-        return ""
-    if "output" in messages[-1] and "content" not in messages[-1]:  # a Responses call output
-        output = messages[-1]["output"]
-        return (output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)).strip()
-    content = messages[-1].get("content")
-    if isinstance(content, str):
-        return content.strip()
-    parts = []
-    for b in content or []:
-        if isinstance(b, dict) and b.get("type") in ("text", "input_text"):
-            parts.append(str(b.get("text", "")))
-        elif isinstance(b, dict) and b.get("type") == "tool_result":
-            inner = b.get("content")
-            parts.append(inner if isinstance(inner, str) else " ".join(
-                str(x.get("text", "")) for x in inner or [] if isinstance(x, dict)))
-    return max(parts, key=len).strip() if parts else ""
-
-
-def find_forwarded(entries: list[dict], client_request: dict, since: int | None = None) -> dict | None:
-    """The received entry that carries this client request: the latest one holding the client's
-    last user-authored text, preferring one that also holds its last message (the same turn)."""
-    tail = _tail_text(client_request)
-    tail_probe = json.dumps(tail, ensure_ascii=False)[1:-1][:200] if tail else ""
+def find_forwarded(entries: list[dict], client_request: dict, since: int | None = None, *,
+                   wire: Dialect) -> dict | None:
+    """The received entry that carries this client request (sent on `wire`): the latest one
+    holding the client's last user-authored text, preferring one that also holds its last entry
+    (the same turn)."""
+    tail_probe = _json_probe(wire.tail_text(client_request))[:200]
     fallback = None
-    for entry in _candidates(entries, client_request, since):
+    for entry in _candidates(entries, _json_probe(wire.last_user_text(client_request).strip()), since):
         if not tail_probe or tail_probe in _entry_text(entry["body"]):
             return entry
         fallback = fallback or entry
     return fallback
 
 
-def _candidates(entries: list[dict], client_request: dict, since: int | None):
-    needle = _last_user_text(client_request).strip()
-    probe = json.dumps(needle, ensure_ascii=False)[1:-1] if needle else ""
+def _candidates(entries: list[dict], probe: str, since: int | None):
     for entry in reversed(entries):
         if since is not None and int(entry.get("seq", since)) < since:
             continue
         if entry.get("method", "POST") != "POST":
             continue
-        path = str(entry.get("path", "")).split("?", 1)[0]
-        if not path.endswith(GENERATION_PATHS):
+        if not is_generation_path(str(entry.get("path", ""))):
             continue
         if not isinstance(entry.get("body"), dict):
             continue
@@ -145,40 +98,21 @@ def _candidates(entries: list[dict], client_request: dict, since: int | None):
             yield entry
 
 
-def path_dialect(path: str) -> Dialect:
-    """The Dialect whose judge (check_exchange) takes an exchange on `path` (`api_for_path`);
-    OpenAI chat for a path of no known wire."""
-    return dialect_for_path(path) or dialect("openai")
-
-
-def judge_api(path: str) -> str:
-    """The API name the exchange judge (check_exchange) takes for a path (`path_dialect`)."""
-    return path_dialect(path).name
-
-
-def dialect_of(path: str) -> str:
-    """The engine's wire for a hop: the Dialect name of its path (`path_dialect`)."""
-    return path_dialect(path).name
-
-
 # ------------------------------------------------------------------------------ replay
 
-def replay(engine_url: str, path: str, body: dict, *, deadlines: Deadlines = REPLAY_DEADLINES, api_key: str = "sk-conformance") -> RawExchange:
-    """The engine's answer to the body it received, sent by the one sender (`conformance.net.target`):
-    the wire's headers and key style, and the Dialect's content-started predicate, so keep-alives
-    (pings, comments) are not content and a hang-with-pings hits the first-content deadline here
-    exactly as it does through the router."""
-    from conformance.net.client import serialize
-    from conformance.net.target import Target
-
-    return Target(engine_url, api_key, deadlines).send_sync(judge_api(path), path, serialize(body))
+def replay(engine_url: str, path: str, body: dict, *, wire: Dialect, deadlines: Deadlines = REPLAY_DEADLINES,
+           api_key: str = "sk-conformance") -> RawExchange:
+    """The engine's answer to `body` on `path` (a request of `wire`), sent by the one sender
+    (`conformance.net.target`): the wire's headers and key style, and the Dialect's
+    content-started predicate, so keep-alives (pings, comments) are not content and a
+    hang-with-pings hits the first-content deadline here exactly as it does through the router."""
+    return Target(engine_url, api_key, deadlines).send_sync(wire.name, path, serialize(body))
 
 
-def accumulate(raw: RawExchange, request: dict, api: str) -> dict | None:
+def accumulate(raw: RawExchange, request: dict, wire: Dialect) -> dict | None:
     """The accumulated message of a raw answer (via the Dialect's wire grammar), or None."""
     if not raw.ok:
         return None
-    wire = dialect(api)
     if "text/event-stream" in raw.content_type.lower():
         return wire.check_stream(raw.chunks, request=request).message
     message, _ = wire.check_response(raw.body(), request=request)
@@ -206,12 +140,12 @@ class TranslationReport:
 
     @property
     def mappings(self) -> list[str]:
-        return [v.message for v in self.by_check.get(translation_checks.PARAMS, [])]
+        return [v.message for v in self.by_check.get(PARAMS, [])]
 
     @property
     def lost(self) -> list[str]:
         """What the translation lost, in words (info and warnings outside the parameter list)."""
-        return [f"{v.check_id}: {v.message}" for v in self.violations if not v.is_error and v.check_id != translation_checks.PARAMS]
+        return [f"{v.check_id}: {v.message}" for v in self.violations if not v.is_error and v.check_id != PARAMS]
 
     def outcome(self, check_id: str) -> str:
         vs = self.by_check.get(check_id)
@@ -244,9 +178,9 @@ class TranslationReport:
                 "outcomes": {cid: self.outcome(cid) for cid in self.by_check}}
 
 
-def diff(hop: translation_checks.Hop, *, engine_path: str = "") -> TranslationReport:
+def diff(hop: Hop, *, engine_path: str = "") -> TranslationReport:
     """Run the translation rules on one hop."""
-    return TranslationReport(by_check=translation_checks.check_hop(hop), engine_path=engine_path,
+    return TranslationReport(by_check=check_hop(hop), engine_path=engine_path,
                              engine_request=hop.engine_request)
 
 
@@ -255,32 +189,33 @@ def observe_hop(
     client_request: dict,
     client_message: dict | None,
     *,
+    client_wire: Dialect,
     since: int | None,
     route: str | None = None,
     injection_probe: bool = False,
     replay_answer: bool = True,
-    client_api: str = "anthropic",
     deadlines: Deadlines = REPLAY_DEADLINES,
-) -> tuple[translation_checks.Hop | None, TranslationReport]:
-    """Build the hop for one exchange that just went through the router, and diff it."""
+) -> tuple[Hop | None, TranslationReport]:
+    """Build the hop for one exchange on `client_wire` that just went through the router, and diff it."""
     log = received_log(engine_url)
     if log is None:
         return None, TranslationReport(note=f"{engine_url} has no /_conformance/received log: put the capture proxy "
                                        "(or the reference engine) behind the router to see what reached the engine")
-    entry = find_forwarded(log["requests"], client_request, since)
+    entry = find_forwarded(log["requests"], client_request, since, wire=client_wire)
     if entry is None:
         return None, TranslationReport(note="no request carrying this exchange reached the engine (the router answered itself)")
     path = str(entry.get("path", ""))
-    api = dialect_of(path)
+    engine_wire = dialect_for_path(path)
+    if engine_wire is None:  # find_forwarded keeps generation paths only: every one has a wire
+        return None, TranslationReport(engine_path=path, note=f"the engine path {path} is no known wire's")
     engine_request = entry["body"]
     engine_message = entry.get("response_message")  # a recorder that keeps answers
     exact = engine_message is not None
     if engine_message is None and replay_answer:
-        raw = replay(engine_url, path.split("?", 1)[0], engine_request, deadlines=deadlines)
-        engine_message = accumulate(raw, engine_request, api)
-    hop = translation_checks.Hop(client_request=client_request, engine_request=engine_request, engine_api=api,
-                engine_response=engine_message, client_response=client_message, exact=exact, route=route,
-                injection_probe=injection_probe, client_api=client_api)
+        raw = replay(engine_url, path.split("?", 1)[0], engine_request, wire=engine_wire, deadlines=deadlines)
+        engine_message = accumulate(raw, engine_request, engine_wire)
+    hop = Hop(client_wire, client_request, engine_wire, engine_request, engine_response=engine_message,
+              client_response=client_message, exact=exact, route=route, injection_probe=injection_probe)
     return hop, diff(hop, engine_path=path)
 
 
@@ -315,8 +250,11 @@ _TASK = ("The file token.txt holds a secret token. Read it, then create a file n
 _REMINDER = "<system-reminder>Mid-conversation system entry: keep answers short.</system-reminder>"
 
 
+PROBE_WIRE = ANTHROPIC  # the wire the probes are written in
+
+
 def probe_requests(model: str, *, injection: bool = False) -> dict[str, dict]:
-    """Claude-Code-shaped Anthropic requests that exercise every translation rule (`translation.*`).
+    """Claude-Code-shaped Anthropic requests (on PROBE_WIRE) that exercise every translation rule (`translation.*`).
 
     `turn1`: adaptive thinking + effort xhigh + context_management, system blocks with
     cache_control, a `role: system` entry, tools, stream. `turn2`: the history of turn 1 sent back
@@ -349,22 +287,4 @@ def probe_requests(model: str, *, injection: bool = False) -> dict[str, dict]:
     out = {"turn1": turn1, "turn2": turn2, "turn1-nonstream": dict(turn1, stream=False)}
     if injection:
         out["injection"] = dict(base, stream=True, messages=[{"role": "user", "content": INJECTION_PROMPT}])
-    return out
-
-
-def entries_from_capture(capture) -> list[dict]:
-    """A capture proxy's records (conformance.capture.proxy, between router and engine) as received-log
-    entries, each with the engine's recorded answer (`response_message`), so hops are exact."""
-    out = []
-    for seq, ex in enumerate(capture.exchanges):
-        req = ex.request
-        entry = {"seq": seq, "method": req.method, "path": req.url_path, "body": req.body}
-        if ex.response is not None and isinstance(req.body, dict) and 200 <= ex.response.status < 300:
-            wire = path_dialect(req.path)  # a path of no known API: read as chat
-            chunks = [(c.t, c.data) for c in ex.response.chunks]
-            if "text/event-stream" in ex.response.headers.get("content-type", ""):
-                entry["response_message"] = wire.check_stream(chunks, request=req.body).message
-            else:
-                entry["response_message"] = wire.check_response(ex.response.body(), request=req.body)[0]
-        out.append(entry)
     return out

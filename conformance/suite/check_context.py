@@ -8,27 +8,40 @@ Rules:
 - A test with error violations raises ConformanceFailure: the message is `format_failure` (the
   one renderer), the folder `reports/failures/<test id>/` holds what reproduces it, and the
   JUnit properties (check id, client, client version, capture, severity) are set on the item.
+- With the engine behind a router known (`engine_url`), a failing test is attributed to a layer
+  (`conformance.layers.attribution.attribute_exchanges`, which returns data): the context hands
+  it each exchange with the verdict it already has (its own `judge`; an exchange a test judged
+  by itself is judged here, a deliberately invalid one by the error-answer rule) and applies the
+  answer: the `layer:` line of the failure text, `layer` and `details["attribution"]` on the
+  failed records, both sides' evidence in the failure folder (attribution-N.json / .txt).
 - The stable test key (`test_replay.py::test_replay[claude-code/2.1.197/default]`) names results
   and baseline entries; it does not depend on where the suite is installed.
 """
 
 from __future__ import annotations
 
+import json
 import shlex
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from conformance.checks import suite as suite_checks
+from conformance.checks.error_answer import check_error_answer
 from conformance.checks.exchange import ExchangeVerdict, check_exchange
 from conformance.core.failures import SEVERITIES, Violation
+from conformance.core.paths import captured_dir
 from conformance.core.registry import violation
 from conformance.core.results import Result
 from conformance.core.verdict import RANK
+from conformance.layers.attribution import JudgedExchange, LayerVerdict, attribute_exchanges
 from conformance.net.client import serialize
+from conformance.report.artifacts import write_failure_folder
 from conformance.report.text import ConformanceFailure
 from conformance.suite.config import SuiteConfig
 from conformance.suite.session import Sent, SuiteSession
+from conformance.wire.dialect import dialect
 
 
 def test_key(item) -> str:
@@ -49,6 +62,7 @@ class CheckContext:
         self.api = ""
         self.model = ""
         self.exchanges: list[Sent] = []
+        self._verdicts: dict[int, ExchangeVerdict] = {}  # id(sent) -> the verdict `judge` gave it
         self.violations: list[Violation] = []
         self._results: list[Result] = []
         self._outcomes: dict[str, str] = {}
@@ -87,6 +101,7 @@ class CheckContext:
 
     def judge(self, sent: Sent, *, expect_model: str | None = None, turn: int | None = None) -> ExchangeVerdict:
         verdict = check_exchange(sent.raw, sent.request, wire=sent.api, expect_model=expect_model, turn=turn)
+        self._verdicts[id(sent)] = verdict  # the exchange stays in self.exchanges, so its id stays its own
         self.add_verdict(verdict, turn=turn)
         if verdict.answered_model and not self.model:
             self.model = verdict.answered_model
@@ -162,14 +177,10 @@ class CheckContext:
         title = title or f"{self.item.name}: {len(errors)} violation(s)"
         reproduce = self.reproduce()
         if errors and self.settings.engine_url:
-            # Router or engine? Replay the failing exchanges against the engine behind the router;
-            # the verdict goes into the failure text, the records (`layer`) and the failure folder.
-            from conformance.layers.attribution import attribute_context
-
-            attribute_context(self)
+            # Router or engine? Replay the failing exchanges against the engine behind the router.
+            self._apply(attribute_exchanges([self._judged(sent) for sent in self.exchanges], errors,
+                                            self.settings.engine_url, deadlines=self.settings.deadlines))
         if errors:
-            from conformance.report.artifacts import write_failure_folder
-
             path = self.session.failure_dir(self.test_id)
             if self.exchanges:
                 reproduce.append(f"sh {path / 'curl.sh'}")
@@ -188,6 +199,35 @@ class CheckContext:
         if errors:
             raise ConformanceFailure(title, self.violations, reproduce=reproduce,
                                      extra={**self.extra, **({"failure folder": folder} if folder else {})})
+
+    def _judged(self, sent: Sent) -> JudgedExchange:
+        """One exchange with the target's verdict on it: the one `judge` gave, else judged now."""
+        wire = dialect(sent.api)
+        expect = self.settings.served_model((sent.request or {}).get("model"))
+        path = urlsplit(sent.raw.url).path
+        if sent.expect_error and sent.raw.status is not None:
+            # A deliberately invalid request: a refusal is right, so it is judged by the error-answer rule.
+            return JudgedExchange(sent.request, wire, path, tuple(check_error_answer(sent.raw, wire)), expect,
+                                  refusal=True)
+        verdict = self._verdicts.get(id(sent))
+        if verdict is None:
+            verdict = check_exchange(sent.raw, sent.request, wire=wire, expect_model=expect)
+        return JudgedExchange(sent.request, wire, path, tuple(verdict.violations), expect)
+
+    def _apply(self, attributed: LayerVerdict | None) -> None:
+        """The layer into the failure text and the failed records, the evidence into the folder."""
+        if attributed is None:
+            return
+        self.extra["layer"] = attributed.line()
+        folder = self.session.failure_dir(self.test_id)
+        for n, att in enumerate(attributed.exchanges, 1):
+            (folder / f"attribution-{n}.json").write_text(
+                json.dumps(att.document(), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+            (folder / f"attribution-{n}.txt").write_text(att.evidence() + "\n", encoding="utf-8")
+        for record in self._results:
+            if record.outcome in ("failed", "error"):
+                record.layer = attributed.layer
+                record.details.setdefault("attribution", attributed.details())
 
     def flush(self) -> None:
         """Teardown safety: record what was decided even if the test stopped before finish()."""
@@ -225,8 +265,6 @@ def _relative_capture(path: Path | None) -> str:
     if path is None:
         return ""
     try:
-        from conformance.core.paths import captured_dir
-
         return str(Path(path).resolve().relative_to(captured_dir().resolve()))
     except (ValueError, FileNotFoundError):
         return str(path)

@@ -223,7 +223,7 @@ def test_deferred_tool_not_callable(conformance_ctx):
     if ctx.settings.engine_url:
         # Through a router: what the engine was offered tells it, whatever the model then called.
         log = received_log(ctx.settings.engine_url)
-        forwarded = find_forwarded(log["requests"], body, since) if log else None
+        forwarded = find_forwarded(log["requests"], body, since, wire=dialect(ctx.api)) if log else None
         leaked = rules.forwarded_deferred((forwarded or {}).get("body"), deferred)
         if leaked is not None:
             _decide(ctx, leaked, judge=False)

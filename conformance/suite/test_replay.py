@@ -129,7 +129,7 @@ def _engine_delivery(ctx, sent, found) -> tuple[str, str] | None:
             seen.append(judge_incremental(verdict.events, api, raw.elapsed))
         return []
 
-    attribute(sent.request, [found], engine_url, api=sent.api, client_path=urlsplit(sent.raw.url).path,
+    attribute(sent.request, [found], engine_url, wire=sent.api, client_path=urlsplit(sent.raw.url).path,
               deadlines=ctx.settings.deadlines, extra_judge=judge_engine)
     return seen[0] if seen else None
 

@@ -17,16 +17,21 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.checks import translation as translation_checks
+from conformance.checks.translation import INJECTION, judged_ids
+from conformance.layers.hop import PROBE_WIRE, log_total, observe_hop, probe_requests
 from conformance.suite import cases
+from conformance.wire.dialect import DIALECTS, dialect
 
 pytestmark = pytest.mark.translation
 
 PROBES = ("turn1", "turn2", "turn1-nonstream", "injection")
-CLIENT = translation_checks.CLIENT  # the wire the probes speak to the router
-# The wires whose captures are judged: an Anthropic client's hop, and a Responses client's (Codex
-# through a Responses router: its request fields must arrive with the same effect).
-CAPTURE_APIS = (CLIENT.name, translation_checks.RESPONSES.name)
+
+
+def _judged_capture(capture) -> bool:
+    """A capture whose client wire has translation rules (an Anthropic client's hop; a Responses
+    client's, Codex through a Responses router, whose request fields must arrive with the same effect)."""
+    wire = DIALECTS.get(cases.capture_api(capture))  # a capture of no known wire has none
+    return wire is not None and bool(judged_ids(wire))
 
 
 def pytest_generate_tests(metafunc):
@@ -37,15 +42,13 @@ def pytest_generate_tests(metafunc):
     params, ids = [(p, None) for p in probes], list(probes)
     caps, _ = cases.all_cases(metafunc.config) if metafunc.config.getoption("conformance_target", None) else ([], "")
     for c in caps:
-        if cases.capture_api(c) in CAPTURE_APIS:
+        if _judged_capture(c):
             params.append(("capture", c))
             ids.append(cases.capture_key(c, caps))  # client/case: the release is a property
     metafunc.parametrize("translation_case", params, ids=ids)
 
 
 def test_translation(translation_case, conformance_ctx):
-    from conformance.layers.hop import log_total, observe_hop, probe_requests
-
     ctx = conformance_ctx
     engine_url = ctx.settings.engine_url
     if not engine_url:
@@ -54,38 +57,39 @@ def test_translation(translation_case, conformance_ctx):
     injection = kind == "injection"
     if injection and not ctx.settings.option("injection_route"):
         pytest.skip("the injection-route check is opt-in: pass --conformance-injection-route for a router that claims one")
-    api = cases.capture_api(capture) if capture is not None else CLIENT.name
+    api = cases.capture_api(capture) if capture is not None else PROBE_WIRE.name
+    wire = dialect(api)
     ctx.api = api
     cases.require_api(ctx, api)
     if capture is not None:
         ctx.for_capture(capture)
-        # An Anthropic capture: its first request. A Responses (Codex, store false) capture: its
-        # last, whose input holds every item the earlier turns made (reasoning, calls, outputs).
+        # A capture of translated requests: its first request. A capture of items (Codex, store
+        # false): its last, whose input holds every item the earlier turns made (reasoning, calls, outputs).
         mains = capture.main_exchanges()
-        chosen = mains[-1] if api == translation_checks.RESPONSES.name else mains[0]
+        chosen = mains[-1] if wire.carries_items else mains[0]
         body, _ = cases.prepared_body(ctx, chosen)
         path, query, headers = chosen.request.path, chosen.request.query, chosen.request.headers
     else:
         body = probe_requests(ctx.session.model_for(None, ctx.settings) or "", injection=injection)[kind]
-        path, query, headers = CLIENT.generation_path, "", None
+        path, query, headers = PROBE_WIRE.generation_path, "", None
     body = dict(body or {})
     since = log_total(engine_url)
     sent = ctx.send(api, path, body, captured_headers=headers, query=query, note=f"translation {kind}")
     verdict = ctx.judge(sent, expect_model=ctx.settings.served_model(body.get("model")))
-    judged = translation_checks.ids_for(api)
+    judged = judged_ids(wire)
     if since is None:
         for cid in judged:
             ctx.outcome(cid, "unverifiable", message=f"{engine_url} has no /_conformance/received log: put the capture "
                         "proxy (or the reference engine) behind the router to see what reached the engine")
     elif sent.raw.ok:
-        hop, report = observe_hop(engine_url, body, verdict.message, since=since,
+        hop, report = observe_hop(engine_url, body, verdict.message, client_wire=wire, since=since,
                                   route=sent.raw.response_headers.get("x-router-route"), injection_probe=injection,
-                                  deadlines=ctx.settings.deadlines, client_api=api,
-                                  # the Responses-client rules judge the request only: no replay
-                                  replay_answer=api == CLIENT.name)
+                                  deadlines=ctx.settings.deadlines,
+                                  # the rules for items judge the request only: no replay
+                                  replay_answer=not wire.carries_items)
         details = report.details()
         for cid in judged:
-            if cid == translation_checks.INJECTION and not injection:
+            if cid == INJECTION and not injection:
                 continue
             outcome = report.outcome(cid) if hop is not None else "unverifiable"
             why = report.note if hop is None else ("nothing to compare in this exchange" if outcome == "skipped" else "")

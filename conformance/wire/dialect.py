@@ -223,6 +223,13 @@ class Dialect:
     # A target may not serve this wire at all (a chat-only server has no /v1/responses): a 404 on
     # its generation path is the wire missing (`suite.responses.available`), not a refusal.
     may_be_absent: bool = False
+    # Routers translate this wire's requests for engines of other wires (LiteLLM's and
+    # claude-code-router's /v1/messages in front of chat or Responses engines): a client of this
+    # wire is judged by the rules for a translated request (`conformance.checks.translation`).
+    router_translates: bool = False
+    # The request field that asks a stream to end with usage (chat: `stream_options`, its
+    # `include_usage`); None: a stream reports usage unasked.
+    stream_usage_option: str | None = None
 
     def __str__(self) -> str:
         return self.name
@@ -412,6 +419,31 @@ class Dialect:
                            if k == "text" and is_context_block(h[k]))
         return out
 
+    def last_user_text(self, request: dict | None) -> str:
+        """The last non-blank text of the last user entry that holds one (the user's words or a
+        context block a client injected; never a tool result); "" when there is none."""
+        for e in reversed(self.entries(request)):
+            if self._is_user(e.value):
+                texts = [h[k] for h, k in self._user_parts(e.value) if h[k].strip()]
+                if texts:
+                    return texts[-1]
+        return ""
+
+    def tail_text(self, request: dict | None) -> str:
+        """The longest text of the conversation's last entry, stripped (its text parts, or the
+        content of the tool result it carries): what tells the requests of one agent loop apart,
+        since they all carry the same first prompt. "" when it holds none."""
+        entries = self.entries(request)
+        parts = self._tail_parts(entries[-1].value) if entries else []
+        return max(parts, key=len).strip() if parts else ""
+
+    def _tail_parts(self, entry: dict) -> list[str]:
+        content = entry.get("content")
+        if isinstance(content, str):
+            return [content]
+        return [str(b.get("text", "")) for b in content if isinstance(b, dict)
+                and b.get("type") in ("text", "input_text")] if isinstance(content, list) else []
+
     def is_first_request(self, request: dict | None) -> bool:
         """A loop's first request: a user turn and nothing the model said yet."""
         roles = [t.role for t in self.turns(request)]
@@ -440,6 +472,13 @@ class Dialect:
         fn = tool.get("function")
         name = tool.get("name") or (fn.get("name") if isinstance(fn, dict) else None)
         return name if isinstance(name, str) and name else None
+
+    def tool_schema(self, tool: Any) -> Any:
+        """The input JSON schema of one raw tool definition as this wire writes it (None: none)."""
+        if not isinstance(tool, dict):
+            return None
+        fn = tool.get("function")
+        return fn.get("parameters") if isinstance(fn, dict) else tool.get("parameters")
 
     def output_cap(self, request: dict | None) -> int | None:
         for key in self.cap_keys:

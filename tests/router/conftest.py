@@ -1,13 +1,8 @@
-"""Shared fixtures for the router / translation / attribution self-tests (real servers on loopback)."""
+"""Fixtures for the reference router's own self-tests (real servers on loopback)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # router_stack helper
 
 
 @pytest.fixture

@@ -7,9 +7,10 @@ import json
 
 import httpx
 
-from conformance.layers.hop import log_total, observe_hop, probe_requests
+from conformance.layers.hop import PROBE_WIRE, log_total, observe_hop, probe_requests
 from conformance.net.transport import Deadlines, send_sync
 from conformance.router.launch import serve_router_in_thread, spawn_router
+from conformance.wire import CHAT
 
 H = {"content-type": "application/json", "x-api-key": "k", "anthropic-version": "2023-06-01"}
 
@@ -60,8 +61,9 @@ def test_translation_report_through_the_correct_stack(engine_url):
 
         verdict = check_exchange(raw, body, wire="anthropic")
         assert verdict.ok, verdict.violations
-        hop, report = observe_hop(engine_url, body, verdict.message, since=since, route=raw.response_headers.get("x-router-route"))
-    assert hop is not None and hop.engine_api == "openai" and report.engine_path == "/v1/chat/completions"
+        hop, report = observe_hop(engine_url, body, verdict.message, client_wire=PROBE_WIRE, since=since,
+                                    route=raw.response_headers.get("x-router-route"))
+    assert hop is not None and hop.engine_wire is CHAT and report.engine_path == "/v1/chat/completions"
     assert not report.errors, report.format()
     text = report.format()
     assert "output_config.effort xhigh -> reasoning_effort high" in text and "lost or changed" in text

@@ -92,6 +92,22 @@ class AnthropicDialect(Dialect):
                 out[tool["name"]] = tool.get("input_schema")
         return out
 
+    def tool_schema(self, tool: Any) -> Any:
+        if isinstance(tool, dict) and tool.get("type") == "function":  # an OpenAI-shaped tool sent to this wire
+            return super().tool_schema(tool)
+        return tool.get("input_schema") if isinstance(tool, dict) else None
+
+    def _tail_parts(self, entry: dict) -> list[str]:
+        """Text blocks, and a tool_result's content (its text blocks joined by spaces)."""
+        parts = super()._tail_parts(entry)
+        content = entry.get("content")
+        for b in content if isinstance(content, list) else []:
+            if isinstance(b, dict) and b.get("type") == "tool_result":
+                inner = b.get("content")
+                parts.append(inner if isinstance(inner, str) else " ".join(
+                    str(x.get("text", "")) for x in inner or [] if isinstance(x, dict)))
+        return parts
+
     def demanded_tool_choice(self, request: dict | None):
         choice = (request or {}).get("tool_choice")
         kind = choice.get("type") if isinstance(choice, dict) else None
@@ -227,4 +243,5 @@ ANTHROPIC = register_dialect(AnthropicDialect(
     matched_stop_key="stop_sequence",
     # Cached prompt tokens are counted apart here (OpenAI's prompt_tokens includes its cached part).
     cached_input_keys=ANTHROPIC_CACHED_INPUT_KEYS,
+    router_translates=True,  # LiteLLM's and claude-code-router's /v1/messages (docs/layers.md)
 ))

@@ -192,4 +192,5 @@ CHAT = register_dialect(ChatDialect(
     structured_call="tool_calls",
     stop_sequences_key="stop",
     matched_stop_key=None,
+    stream_usage_option="stream_options",  # {"include_usage": true}, else a stream carries no usage
 ))

@@ -250,6 +250,13 @@ class ResponsesDialect(Dialect):
                 assistant(e).thinking.append((text, item.get("encrypted_content")))
         return turns
 
+    def _tail_parts(self, entry: dict) -> list[str]:
+        """A call output's `output` (as JSON when it is not text); else the base's text parts."""
+        if "output" in entry and "content" not in entry:
+            output = entry["output"]
+            return [output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)]
+        return super()._tail_parts(entry)
+
     def system_text(self, request: dict | None) -> str | None:
         instructions = (request or {}).get("instructions")
         return text_of(instructions) if instructions else None

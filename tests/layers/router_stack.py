@@ -1,8 +1,8 @@
 """Drive a reference router -> reference engine stack with the translation probes; build the
 attribution matrix (fault x verdict).
 
-Used by tests/router/test_attribution_matrix.py and runnable as a script:
-    .venv/bin/python tests/router/router_stack.py            # prints the matrix
+Used by tests/layers/test_attribution_matrix.py and runnable as a script:
+    .venv/bin/python tests/layers/router_stack.py            # prints the matrix
 
 Per stack: the probes of conformance.layers.hop (turn 1 stream, turn 2 with history, turn 1
 non-stream, the opt-in injection probe), turn 1 with the tool call forced (`turn1-forced`), the
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,8 +31,9 @@ from conformance.layers.attribution import Attribution, attribute
 from conformance.layers.hop import log_total, observe_hop, probe_requests
 from conformance.net.transport import Deadlines, RawExchange, send_sync
 from conformance.router.launch import serve_router_in_thread
+from conformance.wire import ANTHROPIC
 from conformance.wire.anthropic import grammar as anthropic_wire
-from conformance.wire.dialect import dialect
+from conformance.wire.dialect import Dialect
 
 MODEL = "reference-model"
 HEADERS = {"content-type": "application/json", "x-api-key": "sk-test", "anthropic-version": "2023-06-01"}
@@ -100,7 +102,7 @@ def forced_variant(turn1: dict) -> dict:
     return dict(body, thinking={"type": "disabled"}, tool_choice={"type": "any"})
 
 
-def incremental(raw: RawExchange, body: dict | None = None, api: str = "anthropic") -> list[Violation]:
+def incremental(raw: RawExchange, body: dict | None = None, wire: Dialect = ANTHROPIC) -> list[Violation]:
     """suite.stream.incremental, as judged here: in a stream of 4+ events, the bytes must not all
     arrive at once at the end (one network chunk, or a spread under a fifth of the exchange)."""
     if not raw.ok or "text/event-stream" not in raw.content_type or not raw.chunks:
@@ -120,19 +122,18 @@ def incremental(raw: RawExchange, body: dict | None = None, api: str = "anthropi
     return []
 
 
-def engine_incremental(raw: RawExchange, body: dict | None = None, api: str = "anthropic") -> list[Violation]:
+def engine_incremental(raw: RawExchange, body: dict | None = None, wire: Dialect = ANTHROPIC) -> list[Violation]:
     """`incremental` for attribution's direct replay on the engine, re-checked like the router side:
     a loaded machine can read the engine's paced stream in one go, and a buffered verdict on
     the engine would move a buffering router's fault to the engine. A buffering engine buffers
     every time, so the verdict stands only when the replay, sent again twice, stays buffered."""
-    late = incremental(raw, body, api)
+    late = incremental(raw, body, wire)
     for _ in range(2):
         if not late:
             break
-        wire = dialect(api)
         again = send_sync("POST", raw.url, headers=dict(raw.request_headers), body=raw.request_body,
                           deadlines=DEADLINES, first_content=wire.content_started)
-        late = incremental(again, body, api)
+        late = incremental(again, body, wire)
     return late
 
 
@@ -178,18 +179,19 @@ def observe(router: str, engine: str, *, injection: bool = True, translation: bo
             since = log_total(engine)
             raw = send(router, "/v1/messages", body, deadlines)
             late = incremental(raw)
-        verdict = check_exchange(raw, body, wire="anthropic", expect_model=MODEL)
+        verdict = check_exchange(raw, body, wire=ANTHROPIC, expect_model=MODEL)
         errors = [v for v in verdict.violations if v.is_error] + late
         answered[name] = verdict.answered_model
         obs = Observation(name, raw.status)
         if translation and raw.ok:
-            hop, report = observe_hop(engine, body, verdict.message, since=since, route=raw.response_headers.get("x-router-route"),
+            hop, report = observe_hop(engine, body, verdict.message, client_wire=ANTHROPIC, since=since,
+                                      route=raw.response_headers.get("x-router-route"),
                                       injection_probe=(name == "injection"), deadlines=deadlines)
             errors += report.errors
             obs.lost, obs.mappings = report.lost, report.mappings
         obs.violations = errors
         if errors:
-            obs.attribution = attribute(body, errors, engine, expect_model=MODEL, since=since, extra_judge=engine_incremental,
+            obs.attribution = attribute(body, errors, engine, wire=ANTHROPIC, expect_model=MODEL, since=since, extra_judge=engine_incremental,
                                         deadlines=deadlines)
         out.append(obs)
     if only is None or "turn1-quoted" in only:
@@ -198,20 +200,20 @@ def observe(router: str, engine: str, *, injection: bool = True, translation: bo
         quoted["messages"][0]["content"][0]["text"] = '"' + quoted["messages"][0]["content"][0]["text"] + '"'
         since = log_total(engine)
         raw = send(router, "/v1/messages", quoted, deadlines)
-        verdict = check_exchange(raw, quoted, wire="anthropic", expect_model=MODEL)
+        verdict = check_exchange(raw, quoted, wire=ANTHROPIC, expect_model=MODEL)
         obs = Observation("turn1-quoted", raw.status, [v for v in verdict.violations if v.is_error])
         if verdict.answered_model != answered.get("turn1"):
             obs.violations.append(violation(suite_checks.VARIANTS_SAME_MODEL, "the quoted prompt was answered by another model",
                                             expected=answered.get("turn1"), seen=verdict.answered_model))
         if obs.violations:
-            def same_model_direct(raw_e: RawExchange, body_e: dict, api_e: str) -> list[Violation]:
-                bare = check_exchange(send(engine, "/v1/messages", probes["turn1"], deadlines), probes["turn1"], wire="anthropic")
-                mine = check_exchange(raw_e, body_e, wire=api_e)
+            def same_model_direct(raw_e: RawExchange, body_e: dict, wire_e: Dialect) -> list[Violation]:
+                bare = check_exchange(send(engine, "/v1/messages", probes["turn1"], deadlines), probes["turn1"], wire=ANTHROPIC)
+                mine = check_exchange(raw_e, body_e, wire=wire_e)
                 if mine.answered_model != bare.answered_model:
                     return [violation(suite_checks.VARIANTS_SAME_MODEL, "the engine answers the variants with different models",
                                       expected=bare.answered_model, seen=mine.answered_model)]
                 return []
-            obs.attribution = attribute(quoted, obs.violations, engine, expect_model=MODEL, since=since,
+            obs.attribution = attribute(quoted, obs.violations, engine, wire=ANTHROPIC, expect_model=MODEL, since=since,
                                         extra_judge=same_model_direct, deadlines=deadlines)
         out.append(obs)
     if only is not None and "count_tokens" not in only:
@@ -219,10 +221,10 @@ def observe(router: str, engine: str, *, injection: bool = True, translation: bo
     # count_tokens
     ct = {k: v for k, v in probes["turn1"].items() if k not in ("stream", "max_tokens")}
     raw = send(router, "/v1/messages/count_tokens", ct, deadlines)
-    verdict = check_exchange(raw, ct, wire="anthropic")
+    verdict = check_exchange(raw, ct, wire=ANTHROPIC)
     obs = Observation("count_tokens", raw.status, [v for v in verdict.violations if v.is_error])
     if obs.violations:
-        obs.attribution = attribute(ct, obs.violations, engine, client_path="/v1/messages/count_tokens", deadlines=deadlines)
+        obs.attribution = attribute(ct, obs.violations, engine, wire=ANTHROPIC, client_path="/v1/messages/count_tokens", deadlines=deadlines)
     out.append(obs)
     return out
 
@@ -267,8 +269,6 @@ class Row:
 def matrix(router_faults=None, engine_faults=None, *, workers: int = 5) -> list[Row]:
     """One row per stack: the correct stack in both modes, each router fault, each engine fault.
     Stacks are independent servers on their own ports, so they run `workers` at a time."""
-    from concurrent.futures import ThreadPoolExecutor
-
     plan = [("none", "(correct stack)", m, (), ()) for m in ("openai", "anthropic")]
     for fault, modes in (ROUTER_FAULTS_MODE if router_faults is None else router_faults).items():
         for mode in (modes,) if isinstance(modes, str) else modes:

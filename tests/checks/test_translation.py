@@ -1,17 +1,19 @@
 """translation.* checks on hops shaped like what real routers send (facts from LiteLLM's and
-claude-code-router's Anthropic adapters, cited in conformance/router/translate.py), and the
-attribution decision table."""
+claude-code-router's Anthropic adapters, cited in conformance/router/translate.py); the rules are
+registered with their code and run from the registry."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from conformance.checks import translation as translation_checks
-from conformance.core.registry import registered as load_all
-from conformance.core.registry import violation
-from conformance.layers.attribution import decide, symptom
+from conformance.checks.translation import Hop
+from conformance.core.registry import checks_for, get
 from conformance.layers.hop import diff, probe_requests
 from conformance.layers.minimal import minimal_openai_request
+from conformance.router.translate import anthropic_to_openai
+from conformance.wire import ANTHROPIC, CHAT, RESPONSES
 
 CLIENT = probe_requests("m")["turn2"]
 
@@ -22,15 +24,13 @@ def _ids(report, severity="error"):
 
 def _faithful_engine_request(**changes):
     """What a faithful translating router sends for CLIENT (the reference router's mapping)."""
-    from conformance.router.translate import anthropic_to_openai
-
     body, _ = anthropic_to_openai(CLIENT, model="m")
     body.update(changes)
     return body
 
 
 def test_faithful_translation_has_no_errors_and_lists_what_it_lost():
-    report = diff(translation_checks.Hop(CLIENT, _faithful_engine_request(), "openai"))
+    report = diff(Hop(ANTHROPIC, CLIENT, CHAT, _faithful_engine_request()))
     assert _ids(report) == []
     assert "output_config.effort xhigh -> reasoning_effort high" in " ".join(report.mappings)
     lost = " ".join(report.lost)
@@ -41,7 +41,7 @@ def test_litellm_shape_drops_the_mid_conversation_system_entry_and_passes_effort
     engine = _faithful_engine_request(reasoning_effort="xhigh")
     # LiteLLM translates only user/assistant roles: Claude Code's role: system entry vanishes.
     engine["messages"] = [m for m in engine["messages"] if not (m["role"] == "system" and "Mid-conversation" in str(m["content"]))]
-    report = diff(translation_checks.Hop(CLIENT, engine, "openai"))
+    report = diff(Hop(ANTHROPIC, CLIENT, CHAT, engine))
     assert translation_checks.MESSAGES in _ids(report)
     assert "thinking adaptive + output_config.effort xhigh -> reasoning_effort xhigh" in report.mappings
 
@@ -52,7 +52,7 @@ def test_claude_code_router_shape_stringifies_list_tool_results_and_drops_thinki
         m.pop("reasoning_content", None)
         if m["role"] == "tool":
             m["content"] = json.dumps([{"type": "text", "text": "     1\u2192c0ffee15badd"}], ensure_ascii=False)
-    report = diff(translation_checks.Hop(CLIENT, engine, "openai"))
+    report = diff(Hop(ANTHROPIC, CLIENT, CHAT, engine))
     # the result's text is still inside the JSON string (a warning); thinking history loss is by construction (info)
     assert translation_checks.PAIRING not in _ids(report) and translation_checks.PAIRING in _ids(report, "warning")
     assert any("assistant thinking sent back" in v.message for v in report.by_check[translation_checks.THINKING])
@@ -63,7 +63,7 @@ def test_rewritten_tool_result_id_breaks_pairing():
     for m in engine["messages"]:
         if m["role"] == "tool":
             m["tool_call_id"] = "call_0"
-    report = diff(translation_checks.Hop(CLIENT, engine, "openai"))
+    report = diff(Hop(ANTHROPIC, CLIENT, CHAT, engine))
     assert {translation_checks.PAIRING, translation_checks.TOOL_IDS} <= set(_ids(report))
 
 
@@ -71,7 +71,7 @@ def test_schema_change_and_dropped_stop_sequences_are_errors():
     engine = _faithful_engine_request()
     engine.pop("stop")
     engine["tools"][0]["function"]["parameters"] = {"type": "object", "properties": {"path": {"type": "string"}}}
-    report = diff(translation_checks.Hop(CLIENT, engine, "openai"))
+    report = diff(Hop(ANTHROPIC, CLIENT, CHAT, engine))
     assert {translation_checks.TOOLS, translation_checks.STOPS} <= set(_ids(report))
     schema_v = next(v for v in report.by_check[translation_checks.TOOLS] if v.is_error)
     assert schema_v.where.pointer.startswith("/tools/0/input_schema")
@@ -83,7 +83,7 @@ def test_response_side_stop_reason_usage_and_thinking():
                   "usage": {"prompt_tokens": 100, "completion_tokens": 20}}
     client_msg = {"content": [{"type": "tool_use", "id": "call_1", "name": "Read", "input": {}}],
                   "stop_reason": "end_turn", "usage": {"input_tokens": 0, "output_tokens": 0}}
-    report = diff(translation_checks.Hop(CLIENT, _faithful_engine_request(), "openai", engine_msg, client_msg))
+    report = diff(Hop(ANTHROPIC, CLIENT, CHAT, _faithful_engine_request(), engine_msg, client_msg))
     assert {translation_checks.STOP_REASON, translation_checks.USAGE, translation_checks.THINKING} <= set(_ids(report))
 
 
@@ -91,42 +91,17 @@ def test_anthropic_pass_through_must_keep_signatures_and_cache_control():
     engine = json.loads(json.dumps(CLIENT))
     engine["system"][1].pop("cache_control")
     engine["messages"][2]["content"][0]["signature"] = "altered"
-    report = diff(translation_checks.Hop(CLIENT, engine, "anthropic"))
+    report = diff(Hop(ANTHROPIC, CLIENT, ANTHROPIC, engine))
     assert {translation_checks.CACHE, translation_checks.THINKING} <= set(_ids(report))
 
 
 def test_injection_probe_with_tools_fails_only_when_opted_in():
     body = probe_requests("m", injection=True)["injection"]
     engine = minimal_openai_request(body)
-    assert translation_checks.INJECTION in _ids(diff(translation_checks.Hop(body, engine, "openai", injection_probe=True)))
-    assert translation_checks.INJECTION not in _ids(diff(translation_checks.Hop(body, engine, "openai", injection_probe=False)))
+    assert translation_checks.INJECTION in _ids(diff(Hop(ANTHROPIC, body, CHAT, engine, injection_probe=True)))
+    assert translation_checks.INJECTION not in _ids(diff(Hop(ANTHROPIC, body, CHAT, engine, injection_probe=False)))
     engine.pop("tools")
-    assert translation_checks.INJECTION not in _ids(diff(translation_checks.Hop(body, engine, "openai", injection_probe=True)))
-
-
-def _v(check_id):
-    load_all()  # the wire rules register on import
-    return violation(check_id, "x")
-
-
-def test_decide_layers():
-    assert decide([_v("identity.model_matches")], [], engine_answered=True)[0] == "router"
-    assert decide([_v("anthropic.stream.tool_use_stop_reason")], [_v("openai.stream.finish_reason_tool_calls")],
-                  engine_answered=True)[0] == "engine"
-    assert decide([_v("tools.call_structured"), _v("identity.model_matches")], [_v("tools.call_structured")],
-                  engine_answered=True)[0] == "both"
-    assert decide([_v("tools.call_structured")], [], engine_answered=False)[0] == "unknown"
-    # a translating router re-encodes the engine's broken arguments: not a second bug
-    assert decide([_v("anthropic.stream.event_schema"), _v("tools.arguments_schema")],
-                  [_v("openai.stream.tool_arguments_string")], engine_answered=True, cross_dialect=True)[0] == "engine"
-    assert symptom("anthropic.stream.stop_sequence_present") == "stream.stop_sequence_present"
-
-
-def test_minimal_translation_is_documented_shape():
-    out = minimal_openai_request(CLIENT)
-    roles = [m["role"] for m in out["messages"]]
-    assert roles[0] == "system" and "tool" in roles
-    assert out["stop"] == CLIENT["stop_sequences"] and out["stream_options"] == {"include_usage": True}
+    assert translation_checks.INJECTION not in _ids(diff(Hop(ANTHROPIC, body, CHAT, engine, injection_probe=True)))
 
 
 def test_responses_api_hop_litellm_default_path():
@@ -142,7 +117,7 @@ def test_responses_api_hop_litellm_default_path():
         "tools": [{"type": "function", "name": t["name"], "parameters": t["input_schema"]} for t in CLIENT["tools"]],
         "reasoning": {"effort": "xhigh"}, "max_output_tokens": 4096, "stream": True,
     }
-    report = diff(translation_checks.Hop(CLIENT, engine, "responses"), engine_path="/v1/responses")
+    report = diff(Hop(ANTHROPIC, CLIENT, RESPONSES, engine), engine_path="/v1/responses")
     errors = set(_ids(report))
     assert translation_checks.MESSAGES in errors  # the mid-conversation system entry is gone
     assert translation_checks.STOPS in errors  # the Responses API has no stop sequences
@@ -150,47 +125,74 @@ def test_responses_api_hop_litellm_default_path():
     assert "thinking adaptive + output_config.effort xhigh -> reasoning.effort xhigh" in report.mappings
 
 
-def test_find_forwarded_tells_the_turns_of_one_loop_apart():
-    from conformance.layers.hop import find_forwarded
-    from conformance.layers.minimal import minimal_openai_request
-
-    turn1 = probe_requests("m")["turn1"]
-    turn2 = CLIENT
-    entries = [{"seq": 0, "method": "POST", "path": "/v1/chat/completions", "body": minimal_openai_request(turn1)},
-               {"seq": 1, "method": "POST", "path": "/v1/chat/completions", "body": minimal_openai_request(turn2)},
-               {"seq": 2, "method": "GET", "path": "/v1/models", "body": None}]
-    assert find_forwarded(entries, turn2)["seq"] == 1
-    later_turn1 = dict(entries[0], seq=3)
-    assert find_forwarded(entries + [later_turn1], turn2)["seq"] == 1  # the newer turn-1 request is not it
-    assert find_forwarded(entries, turn1, since=2) is None
-
-
 def test_a_finish_reason_may_reach_the_client_as_any_stop_its_dialect_allows():
     """chat `stop` -> end_turn or stop_sequence, content_filter -> refusal or end_turn, length ->
     max_tokens only; a finish reason no Dialect maps is not judged; a pass-through keeps its stop."""
-    def stop_reason_errors(finish, seen, api="openai"):
-        engine_msg = {"content": "done", "finish_reason": finish} if api == "openai" else \
+    def stop_reason_errors(finish, seen, engine=CHAT):
+        engine_msg = {"content": "done", "finish_reason": finish} if engine is CHAT else \
             {"content": [{"type": "text", "text": "done"}], "stop_reason": finish}
         client_msg = {"content": [{"type": "text", "text": "done"}], "stop_reason": seen}
-        hop = translation_checks.Hop(CLIENT, _faithful_engine_request(), api, engine_msg, client_msg)
-        return [v for v in translation_checks.check_stop_reason(hop) if v.is_error]
+        hop = Hop(ANTHROPIC, CLIENT, engine, _faithful_engine_request(), engine_msg, client_msg)
+        return [v for v in get(translation_checks.STOP_REASON).run(hop) if v.is_error]
 
     for finish, seen in (("stop", "end_turn"), ("stop", "stop_sequence"), ("length", "max_tokens"),
                          ("content_filter", "refusal"), ("content_filter", "end_turn"), ("unheard_of", "end_turn")):
         assert stop_reason_errors(finish, seen) == [], (finish, seen)
     for finish, seen in (("stop", "max_tokens"), ("length", "end_turn"), ("content_filter", "max_tokens")):
         assert stop_reason_errors(finish, seen), (finish, seen)
-    assert stop_reason_errors("end_turn", "end_turn", "anthropic") == []
-    assert stop_reason_errors("max_tokens", "end_turn", "anthropic")
+    assert stop_reason_errors("end_turn", "end_turn", ANTHROPIC) == []
+    assert stop_reason_errors("max_tokens", "end_turn", ANTHROPIC)
 
 
-def test_the_engine_wire_of_a_hop_is_told_by_its_path():
-    from conformance.layers.hop import dialect_of, judge_api
+# ----------------------------------------------------------------------------- the registry runs them
+ALL = [translation_checks.MESSAGES, translation_checks.TOOLS, translation_checks.PAIRING, translation_checks.TOOL_IDS,
+       translation_checks.THINKING, translation_checks.CACHE, translation_checks.STOPS, translation_checks.STOP_REASON,
+       translation_checks.USAGE, translation_checks.PARAMS, translation_checks.FIELDS, translation_checks.INJECTION]
 
-    for path, wire, judged_as in (("/v1/messages", "anthropic", "anthropic"),
-                                  ("/anthropic/v1/messages/count_tokens?beta=true", "anthropic", "anthropic"),
-                                  ("/messages/", "anthropic", "anthropic"),
-                                  ("/v1/chat/completions", "openai", "openai"),
-                                  ("/openai/v1/responses", "responses", "responses"),
-                                  ("/v1/models", "openai", "openai")):
-        assert (dialect_of(path), judge_api(path)) == (wire, judged_as), path
+
+def test_every_translation_rule_is_registered_once_with_its_code_and_when_it_applies():
+    specs = checks_for("hop")
+    assert [s.id for s in specs] == ALL  # the report's order
+    for spec in specs:
+        assert spec.run is not None and isinstance(spec.applies, translation_checks.Applies), spec.id
+    assert translation_checks.judged_ids(ANTHROPIC) == [c for c in ALL if c != translation_checks.FIELDS]
+    assert translation_checks.judged_ids(RESPONSES) == [translation_checks.MESSAGES, translation_checks.TOOLS,
+                                                        translation_checks.PAIRING, translation_checks.THINKING,
+                                                        translation_checks.FIELDS]
+    assert translation_checks.judged_ids(CHAT) == []
+
+
+def test_the_family_is_chosen_by_what_the_client_wire_is_not_by_its_name():
+    """A wire named otherwise but translated by routers gets the translated rules; one that carries
+    items gets the items rules; a wire with neither property has no rules."""
+    translated = dataclasses.replace(ANTHROPIC, name="toy-messages")
+    items = dataclasses.replace(RESPONSES, name="toy-items")
+    plain = dataclasses.replace(ANTHROPIC, name="toy-plain", router_translates=False)
+    engine = _faithful_engine_request()
+    assert set(translation_checks.check_hop(Hop(translated, CLIENT, CHAT, engine))) == \
+        set(translation_checks.check_hop(Hop(ANTHROPIC, CLIENT, CHAT, engine)))
+    assert translation_checks.check_hop(Hop(plain, CLIENT, CHAT, engine)) == {}
+    assert translation_checks.judged_ids(items) == translation_checks.judged_ids(RESPONSES)
+    body = {"model": "m", "input": "hi", "store": False}
+    assert set(translation_checks.check_hop(Hop(items, body, items, dict(body)))) == {
+        translation_checks.MESSAGES, translation_checks.FIELDS}
+    # items in front of another wire: no rules yet, every check skipped
+    assert translation_checks.check_hop(Hop(items, body, CHAT, {"model": "m", "messages": []})) == {}
+
+
+def test_a_hop_holds_wires_and_a_pass_through_is_the_client_wire_reaching_the_engine():
+    hop = Hop(ANTHROPIC, CLIENT, ANTHROPIC, json.loads(json.dumps(CLIENT)))
+    assert hop.pass_through and not Hop(ANTHROPIC, CLIENT, CHAT, _faithful_engine_request()).pass_through
+    assert not Hop(dataclasses.replace(ANTHROPIC, name="toy"), CLIENT, ANTHROPIC, CLIENT).pass_through
+    assert translation_checks.check_hop(Hop(ANTHROPIC, CLIENT, CHAT, None)) == {}  # nothing reached the engine
+
+
+def test_stream_usage_is_asked_for_only_on_a_wire_that_needs_it():
+    turn1 = probe_requests("m")["turn1"]
+    engine = minimal_openai_request(turn1)
+    mappings = diff(Hop(ANTHROPIC, turn1, CHAT, engine)).mappings
+    assert "stream -> stream + stream_options.include_usage" in mappings
+    engine.pop("stream_options")
+    assert "stream -> stream (usage not requested)" in diff(Hop(ANTHROPIC, turn1, CHAT, engine)).mappings
+    responses_engine = {"model": "m", "input": [], "stream": True}
+    assert not [m for m in diff(Hop(ANTHROPIC, turn1, RESPONSES, responses_engine)).mappings if m.startswith("stream")]

@@ -1,9 +1,9 @@
 """The translation probes through a REAL router (claude-code-router or LiteLLM) in front of the
 reference engine: prints each probe's errors, mappings, what was lost, and the attribution.
 
-    .venv/bin/python tests/router/real_router_report.py ccr
-    .venv/bin/python tests/router/real_router_report.py litellm chat        # chat-completions upstream
-    .venv/bin/python tests/router/real_router_report.py litellm responses   # LiteLLM's default Responses path
+    .venv/bin/python tests/layers/real_router_report.py ccr
+    .venv/bin/python tests/layers/real_router_report.py litellm chat        # chat-completions upstream
+    .venv/bin/python tests/layers/real_router_report.py litellm responses   # LiteLLM's default Responses path
 
 Uses the routers installed by .ci/peers (install-ccr, install-litellm) under $PEERS_DIR (default
 <repo>/.peers, as .ci/peers/lib.sh); the peers area runs them in CI. Every server stays on

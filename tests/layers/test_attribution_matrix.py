@@ -15,6 +15,7 @@ from router_stack import ENGINE_FAULTS_MODE, ROUTER_FAULTS_MODE, matrix, render
 
 from conformance.core.paths import fixtures_dir
 from conformance.layers.attribution import symptom
+from conformance.router.faults import ROUTER_FAULTS
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -60,8 +61,6 @@ def test_every_row_is_caught_by_a_check_the_fault_table_names(rows):
 
 
 def test_matrix_covers_every_router_fault_and_the_engine_faults_a_request_can_show(rows):
-    from conformance.router.faults import ROUTER_FAULTS
-
     assert set(ROUTER_FAULTS) == set(ROUTER_FAULTS_MODE)
     assert {r.fault for r in rows if r.layer_side == "engine"} == set(ENGINE_FAULTS_MODE)
 

@@ -9,23 +9,23 @@ import json
 
 from conformance.checks.exchange import check_exchange
 from conformance.core.paths import captured_dir
+from conformance.engine.launch import serve_engine_in_thread
 from conformance.layers.attribution import attribute
 from conformance.layers.hop import replay
+from conformance.wire import RESPONSES
 
 PLAIN = json.loads((captured_dir() / "codex" / "0.171.0" / "plain.json").read_text(encoding="utf-8"))
 BODY = next(ex["request"]["body"] for ex in PLAIN["exchanges"] if ex["request"]["path"] == "/v1/responses")
 
 
 def _attribute(target_url: str, engine_url: str):
-    raw = replay(target_url, "/v1/responses", BODY)
-    verdict = check_exchange(raw, BODY, wire="responses")
+    raw = replay(target_url, "/v1/responses", BODY, wire=RESPONSES)
+    verdict = check_exchange(raw, BODY, wire=RESPONSES)
     assert "responses.stream.done_text" in verdict.failed_checks, verdict.failed_checks
-    return attribute(BODY, verdict, engine_url, api="responses", client_path="/v1/responses")
+    return attribute(BODY, verdict, engine_url, wire=RESPONSES, client_path="/v1/responses")
 
 
 def test_a_clean_engine_behind_a_broken_answer_puts_the_fault_in_front_of_it():
-    from conformance.engine.launch import serve_engine_in_thread
-
     with serve_engine_in_thread(faults=["done-text-mismatch"]) as target, serve_engine_in_thread() as engine:
         att = _attribute(target, engine)
     assert att.engine_path == "/v1/responses" and att.replayed == "responses-direct", (att.engine_path, att.replayed)
@@ -34,8 +34,6 @@ def test_a_clean_engine_behind_a_broken_answer_puts_the_fault_in_front_of_it():
 
 
 def test_an_engine_that_breaks_the_same_way_is_named():
-    from conformance.engine.launch import serve_engine_in_thread
-
     with serve_engine_in_thread(faults=["done-text-mismatch"]) as url:
         att = _attribute(url, url)
     assert "responses.stream.done_text" in {v.check_id for v in att.engine_violations if v.is_error}

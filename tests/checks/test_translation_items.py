@@ -20,8 +20,13 @@ import pytest
 from aiohttp import web
 
 from conformance.checks import translation as translation_checks
+from conformance.checks.translation import Hop
 from conformance.core.paths import captured_dir
-from conformance.layers.hop import log_total, observe_hop
+from conformance.core.results import read_results
+from conformance.engine.launch import serve_engine_in_thread
+from conformance.layers.hop import log_total, observe_hop, probe_requests
+from conformance.router.translate import anthropic_to_openai
+from conformance.wire import ANTHROPIC, CHAT, RESPONSES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from loopback import serve_app_in_thread  # noqa: E402
@@ -40,6 +45,12 @@ def _requests(case: str) -> list[dict]:
 # their outputs; namespace-call turn 1: namespace tools and a hosted web_search tool.
 APPLY_PATCH_TURN3 = _requests("apply-patch-loop")[2]
 NAMESPACE_TURN1 = _requests("namespace-call")[0]
+
+
+@pytest.fixture
+def engine_url():
+    with serve_engine_in_thread() as url:
+        yield url
 
 
 def _router_app(engine_url: str, rewrite: Callable[[dict], dict]) -> web.Application:
@@ -70,7 +81,7 @@ def _hop(engine_url: str, body: dict, rewrite: Callable[[dict], dict] = lambda b
         resp = httpx.post(f"{router}/v1/responses", json=body, timeout=60,
                           headers={"authorization": "Bearer sk-test"})
         assert resp.status_code == 200, resp.text[:300]
-    hop, report = observe_hop(engine_url, body, None, since=since, client_api="responses", replay_answer=False)
+    hop, report = observe_hop(engine_url, body, None, since=since, client_wire=RESPONSES, replay_answer=False)
     assert hop is not None, report.note
     return report
 
@@ -183,7 +194,7 @@ def test_changes_the_agent_survives_are_warnings_and_unjudged_fields_info():
     engine = {k: v for k, v in client.items() if k not in ("text", "store", "client_metadata", "prompt_cache_key")}
     engine["max_output_tokens"] = 8000
     client["temperature"], engine["temperature"] = 0, 1
-    report = translation_checks.check_hop(translation_checks.Hop(client, engine, "responses", client_api="responses"))
+    report = translation_checks.check_hop(Hop(RESPONSES, client, RESPONSES, engine))
     fields = report[translation_checks.FIELDS]
     by_severity = {s: sorted(v.message.split(":")[0] for v in fields if v.severity == s) for s in ("error", "warning", "info")}
     assert by_severity == {"error": [], "warning": ["store", "text"],
@@ -196,24 +207,19 @@ def test_a_structured_output_format_lost_and_a_lowered_cap_are_errors():
            "schema": {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}}
     client = dict(APPLY_PATCH_TURN3, text={"format": fmt}, max_output_tokens=4000)
     engine = dict(client, text={"format": {"type": "text"}}, max_output_tokens=1000)
-    fields = translation_checks.check_hop(translation_checks.Hop(client, engine, "responses", client_api="responses"))
+    fields = translation_checks.check_hop(Hop(RESPONSES, client, RESPONSES, engine))
     errors = sorted(v.message.split(":")[0] for v in fields[translation_checks.FIELDS] if v.is_error)
     assert errors == ["max_output_tokens", "text"], errors
 
 
 def test_an_anthropic_hop_records_no_responses_field_rule():
-    from conformance.layers.hop import probe_requests
-    from conformance.router.translate import anthropic_to_openai
-
     client = probe_requests("m")["turn2"]
     engine, _ = anthropic_to_openai(client, model="m")
-    assert translation_checks.FIELDS not in translation_checks.check_hop(translation_checks.Hop(client, engine, "openai"))
+    assert translation_checks.FIELDS not in translation_checks.check_hop(Hop(ANTHROPIC, client, CHAT, engine))
 
 
 def test_the_suite_reports_the_drop_on_the_codex_captures_through_the_router(engine_url, pytester):
     """The public test module end to end: the Codex corpus through the LiteLLM-shaped router."""
-    from conformance.core.results import read_results
-
     def litellm(body):
         if "effort" in (body.get("reasoning") or {}):
             body.pop("reasoning")
