@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
 
+import pytest
+
 from conformance.probes.common import ProbeOutcome
 
 # (option dest, how the user spelled it)
@@ -57,8 +59,6 @@ def refuse_rerun_plugins(config, k: int) -> None:
         return
     conflict = rerun_conflict(config)
     if conflict:
-        import pytest
-
         raise pytest.UsageError(refusal_message(conflict, k))
 
 
