@@ -14,8 +14,8 @@ import pytest
 from conformance.engine.launch import serve_engine_in_thread
 from conformance.probes import progress
 from conformance.probes.common import Target
-from conformance.wire import ANTHROPIC
 from conformance.report.compare import compare, load_run, render_markdown
+from conformance.wire import ANTHROPIC
 
 PREFILL = 2000.0  # TTFT 0.13 s at 256 tokens: the timer noise of a shared machine stays small beside it
 
