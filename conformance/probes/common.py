@@ -43,7 +43,6 @@ from conformance.net import transport
 from conformance.net.client import SALT_PREFIX, serialize
 from conformance.net.target import Target as NetTarget
 from conformance.net.transport import Deadlines, RawExchange
-from conformance.report.text import ConformanceFailure
 from conformance.wire import ANTHROPIC
 from conformance.wire.dialect import Dialect
 
@@ -254,11 +253,6 @@ class ProbeOutcome:
     @property
     def failed(self) -> bool:
         return self.outcome == "failed"
-
-    def raise_if_failed(self, title: str | None = None) -> None:
-        if self.failed:
-            raise ConformanceFailure(title or f"{self.check_id}: {self.message}", self.violations,
-                                     extra={"figures": json.dumps(self.details, default=str)[:2000]})
 
 
 # ---------------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from conformance.net.transport import Deadlines
@@ -42,7 +42,6 @@ class LimitInfo:
     configured: int | None = None  # from the option
     advertised: int | None = None
     source: str = "unknown"  # where the advertised value came from
-    raw: dict[str, Any] = field(default_factory=dict)
 
     @property
     def limit(self) -> int | None:
@@ -74,8 +73,8 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def advertised_by_models(doc: Any, model: str | None) -> tuple[int, str, dict[str, Any]] | None:
-    """(limit, source, the fields read) from a /v1/models document, or None when it tells none."""
+def advertised_by_models(doc: Any, model: str | None) -> tuple[int, str] | None:
+    """(limit, source) from a /v1/models document, or None when it tells none."""
     if not isinstance(doc, dict) or not isinstance(doc.get("data"), list):
         return None
     models = [m for m in doc["data"] if isinstance(m, dict)]
@@ -84,22 +83,22 @@ def advertised_by_models(doc: Any, model: str | None) -> tuple[int, str, dict[st
         return None
     for key in MODEL_KEYS:
         if _int(chosen.get(key)) is not None:
-            return chosen[key], f"/v1/models {key}", {"model": chosen.get("id"), key: chosen[key]}
+            return chosen[key], f"/v1/models {key}"
     meta = chosen.get("meta")
     if isinstance(meta, dict) and _int(meta.get("n_ctx")) is not None:
-        return meta["n_ctx"], "/v1/models meta.n_ctx", {"model": chosen.get("id"), "n_ctx": meta["n_ctx"]}
+        return meta["n_ctx"], "/v1/models meta.n_ctx"
     return None
 
 
-def advertised_by_props(doc: Any) -> tuple[int, str, dict[str, Any]] | None:
-    """(limit, source, the fields read) from a llama.cpp /props document, or None."""
+def advertised_by_props(doc: Any) -> tuple[int, str] | None:
+    """(limit, source) from a llama.cpp /props document, or None."""
     if not isinstance(doc, dict):
         return None
     n_ctx = _int(doc.get("n_ctx"))
     if n_ctx is None:
         settings = doc.get("default_generation_settings")
         n_ctx = _int(settings.get("n_ctx")) if isinstance(settings, dict) else None
-    return (n_ctx, "/props n_ctx", {"n_ctx": n_ctx}) if n_ctx is not None else None
+    return (n_ctx, "/props n_ctx") if n_ctx is not None else None
 
 
 def discover(fetch: Fetch, model: str | None, configured: int | None = None) -> LimitInfo:
@@ -111,7 +110,7 @@ def discover(fetch: Fetch, model: str | None, configured: int | None = None) -> 
         status, doc = fetch("/props")
         found = advertised_by_props(doc) if _ok(status) else None
     if found is not None:
-        info.advertised, info.source, info.raw = found
+        info.advertised, info.source = found
     return info
 
 

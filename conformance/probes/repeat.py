@@ -31,10 +31,6 @@ RERUN_OPTIONS = (
 _DECIDED = ("passed", "failed", "warning")
 
 
-class RepeatConflict(Exception):
-    pass
-
-
 def rerun_conflict(config) -> str | None:
     """The rerun option in effect that would hide flakiness, or None."""
     for dest, label in RERUN_OPTIONS:

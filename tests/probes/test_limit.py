@@ -26,7 +26,6 @@ def test_the_served_models_entry_wins_and_props_is_not_asked():
     fetch, asked = _fetcher({"/v1/models": (200, VLLM)})
     info = discover(fetch, "served")
     assert (info.limit, info.source, info.origin) == (32768, "/v1/models max_model_len", "/v1/models max_model_len")
-    assert info.raw == {"model": "served", "max_model_len": 32768}
     assert asked == ["/v1/models"]
     assert discover(fetch, "unknown-model").advertised == 2048, "an unlisted model reads the first entry"
 
