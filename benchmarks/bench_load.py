@@ -120,13 +120,15 @@ def cpu_seconds(pids: list[int]) -> float:
 async def run(args) -> dict[str, str]:
     from conformance.net.transport import Deadlines
     from conformance.probes.common import Target, build_request
-    from conformance.probes.load import WorkItem, run_level
+    from conformance.probes.load import run_level
+    from conformance.probes.workload import WorkItem
+    from conformance.wire import ANTHROPIC
 
     response = render_stream(args.events)
     port, procs = start_servers(args.server_procs, response)
     pids = [p.pid for p in procs]
     try:
-        target = Target(f"http://127.0.0.1:{port}", api="anthropic", model="bench-model",
+        target = Target(f"http://127.0.0.1:{port}", wire=ANTHROPIC, model="bench-model",
                         deadlines=Deadlines(connect=30.0, first_content=120.0, total=300.0))
         items = [WorkItem("bench", build_request(target, "Say hello.", max_tokens=args.events, salt=""))]
         print(f"server: {args.server_procs} process(es) on port {port}, one pre-rendered stream of {args.events} "

@@ -7,7 +7,9 @@ Rules:
   engine process gone); the underlying exchange violations travel with it.
 - Throughput and latency figures are `info`: these machines are shared, so figures are relative
   (ratios within one run), never pass/fail thresholds.
-- Registered here (one module owns the rule); built by `conformance.probes.load` and
+- Every id here is a probe verdict (scope `probe`) that judges the serving stack (`stack`): whether
+  it accepts, streams and schedules requests under load. Registered here (one module owns the
+  rule), referred to by the constants below; built by `conformance.probes.load` and
   `conformance.probes.interference`.
 """
 
@@ -15,8 +17,13 @@ from __future__ import annotations
 
 from conformance.core.registry import register
 
+CONCURRENCY_ACCEPTANCE = "load.concurrency_acceptance"
+THROUGHPUT = "load.throughput"
+INTERFERENCE = "load.interference"
+LONG_CONTEXT_PARALLEL = "load.long_context_parallel"
+
 register(
-    "load.concurrency_acceptance",
+    CONCURRENCY_ACCEPTANCE,
     "requests run N at a time (and as a ramp 1, 2, 4 .. N) are all accepted and stream well-formed",
     description=(
         "The captured requests and scenario first turns run N at a time and as a ramp 1, 2, 4, ... N; "
@@ -28,20 +35,28 @@ register(
         "speculative-decoding or batching bug, out-of-memory kill); lower the router's concurrency "
         "limit or fix the engine"
     ),
+    scope="probe",
+    judges="stack",
 )
 register(
-    "load.throughput",
+    THROUGHPUT,
     "aggregate output tokens/s and time-to-first-token p50/p95 per concurrency level (figures)",
     severity="info",
+    scope="probe",
+    judges="stack",
 )
 register(
-    "load.interference",
+    INTERFERENCE,
     "short-request latency and throughput with one long-context request in flight, as a ratio (figures)",
     severity="info",
     likely_cause="a long prefill on a shared engine stalls the short requests (no chunked prefill)",
+    scope="probe",
+    judges="stack",
 )
 register(
-    "load.long_context_parallel",
+    LONG_CONTEXT_PARALLEL,
     "several long-context requests at once all complete (latency ratio vs one alone reported)",
     likely_cause="the KV cache cannot hold several long contexts: the engine fails or preempts instead of queueing",
+    scope="probe",
+    judges="stack",
 )

@@ -31,6 +31,7 @@ CODEX = register_profile(ClientProfile(
                    "node_modules/.bin/codex"),
     working_directory=(re.compile(r"<cwd>(/[^<>\n]+)</cwd>"),),
     loop_tools=("exec_command", "apply_patch"),
+    tool_choice="auto",
     redact_headers=("x-client-request-id", "session-id", "thread-id"),
     redact_fields=frozenset({"installation_id", "x-codex-installation-id", "session_id", "thread_id", "turn_id",
                              "root_turn_id", "context_window_id", "parent_thread_id", "window_id",

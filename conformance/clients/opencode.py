@@ -30,5 +30,6 @@ OPENCODE = register_profile(ClientProfile(
     working_directory=(re.compile(r"working directory:\s*(/[^\s\"\\<>]+)", re.IGNORECASE),),
     redact_headers=("x-session-id", "x-session-affinity", "x-opencode-session"),
     quotes_prompt=True,
+    tool_choice="auto",
     extra={"providers": {CHAT.name: "@ai-sdk/openai-compatible", ANTHROPIC.name: "@ai-sdk/anthropic"}},
 ))

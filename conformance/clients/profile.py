@@ -54,6 +54,7 @@ class ClientProfile:
     redact_headers: tuple[str, ...] = ()  # identifier headers to pseudonymise
     redact_fields: frozenset[str] = frozenset()  # identifier fields of its JSON headers and metadata
     quotes_prompt: bool = False  # wraps a prompt with spaces in literal double quotes (opencode run)
+    tool_choice: Any = None  # the tool_choice it sends beside its tools on its own wire (None: none)
     # tools a first request must offer to serve as a loop template (Codex offers apply_patch only
     # with a model catalog entry that enables it; captures without one edit through the shell)
     loop_tools: tuple[str, ...] = ()

@@ -16,8 +16,12 @@ Rules:
 - Token counts always come from the target (`TokenCounter`): /v1/messages/count_tokens, a
   tokenize endpoint (vLLM /tokenize with messages; llama.cpp /apply-template + /tokenize), or
   usage of a one-token probe. Never a characters-per-token guess.
-- A probe's verdicts are `ProbeOutcome`s: a check id, an outcome from the results record's
-  vocabulary, a one-line message, violations and figures (`details`).
+- A probe's verdicts are `ProbeOutcome`s: a check id (the constant its `conformance.checks`
+  module registers), an outcome from the results record's vocabulary, a one-line message,
+  violations and figures (`details`). The suite records them through its CheckContext
+  (`conformance.probes.suite_support.report`).
+- The wire is a `Dialect` (`Target.wire`), never its name; the name is written only where the one
+  sender and the results record take it.
 """
 
 from __future__ import annotations
@@ -33,18 +37,14 @@ from typing import Any
 
 import httpx
 
-from conformance.checks import context as _context_checks  # noqa: F401  (registers the context.* ids)
-from conformance.checks import load as _load_checks  # noqa: F401  (registers the load.* ids)
-from conformance.checks import reasoning as _reasoning_checks  # noqa: F401  (registers the reasoning.* ids)
 from conformance.core import registry
 from conformance.core.failures import Violation
-from conformance.core.results import Result
 from conformance.net import transport
-from conformance.net.client import salted, serialize
+from conformance.net.client import SALT_PREFIX, serialize
 from conformance.net.target import Target as NetTarget
 from conformance.net.transport import Deadlines, RawExchange
-from conformance.report.text import ConformanceFailure
-from conformance.wire.dialect import DIALECTS, Dialect, dialect
+from conformance.wire import ANTHROPIC
+from conformance.wire.dialect import Dialect
 
 
 def new_salt() -> str:
@@ -54,10 +54,10 @@ def new_salt() -> str:
 @dataclass
 class Target:
     """Where the probes send requests and how: the one sender's target (`net`) plus what only the
-    probes need (the api they speak, the model, the salt, the engine process)."""
+    probes need (the wire they speak, the model, the salt, the engine process)."""
 
     url: str
-    api: str = "anthropic"  # anthropic | openai
+    wire: Dialect = ANTHROPIC
     model: str = "reference-model"
     api_key: str | None = None
     deadlines: Deadlines = field(default_factory=lambda: Deadlines(connect=5.0, first_content=60.0, total=120.0))
@@ -67,17 +67,11 @@ class Target:
     process: Any = None
 
     def __post_init__(self) -> None:
-        if self.api not in DIALECTS:
-            raise ValueError(f"api must be one of {sorted(DIALECTS)}, got {self.api!r}")
         base = self.url.rstrip("/")
         if base.endswith("/v1"):  # accept both http://host:port and http://host:port/v1
             base = base[: -len("/v1")]
         # The probes' own paths (/tokenize, /apply-template) hang off the server root, not /v1.
         self.base = base
-
-    @property
-    def dialect(self) -> Dialect:
-        return dialect(self.api)
 
     @property
     def net(self) -> NetTarget:
@@ -86,10 +80,10 @@ class Target:
 
     @property
     def endpoint(self) -> str:
-        return self.net.url(self.dialect.generation_path)
+        return self.net.url(self.wire.generation_path)
 
     def headers(self) -> dict[str, str]:
-        return self.net.headers(self.api)
+        return self.net.headers(self.wire.name)
 
     def process_exit(self) -> int | None:
         proc = getattr(self.process, "proc", self.process)
@@ -113,16 +107,17 @@ def build_request(
     salt: str | None = None,
 ) -> dict[str, Any]:
     """A one-turn request in the target's dialect, salted at the start of its system prompt."""
-    body = target.dialect.one_turn_request(target.model, system, user_text, max_tokens=max_tokens, stream=stream)
+    body = target.wire.one_turn_request(target.model, system, user_text, max_tokens=max_tokens, stream=stream)
     body.update(extra or {})
-    return salt_body(body, target.api, target.salt if salt is None else salt)
+    return salt_body(body, target.wire, target.salt if salt is None else salt)
 
 
-def salt_body(body: dict[str, Any], api: str, salt: str) -> dict[str, Any]:
-    """A copy of `body` with the run token at the start of its system prompt (the suite's salting)."""
+def salt_body(body: dict[str, Any], wire: Dialect, salt: str) -> dict[str, Any]:
+    """A copy of `body` with the run token at the start of its system prompt (the suite's salting);
+    an empty salt gives an unsalted copy."""
     if not salt:
         return copy.deepcopy(body)
-    return salted(body, api, salt)
+    return wire.salted(body, SALT_PREFIX.format(token=salt))
 
 
 async def send(
@@ -137,8 +132,8 @@ async def send(
     """Send `body` (re-serialised as the clients do) through the one sender. Only a streamed
     request waits for the Dialect's content-started predicate; otherwise the first byte counts."""
     return await target.net.send(
-        target.api,
-        path or target.dialect.generation_path,
+        target.wire.name,
+        path or target.wire.generation_path,
         serialize(body) if method != "GET" else b"",
         method=method,
         deadlines=deadlines,
@@ -151,26 +146,26 @@ async def send(
 # reading an accumulated message (the Dialect's readers, in the vocabulary the probes reason in)
 
 
-def answer_text(message: dict[str, Any] | None, api: str) -> str:
-    return dialect(api).text(message) if message else ""
+def answer_text(message: dict[str, Any] | None, wire: Dialect) -> str:
+    return wire.text(message) if message else ""
 
 
-def thinking_text(message: dict[str, Any] | None, api: str) -> str:
-    return dialect(api).thinking(message)
+def thinking_text(message: dict[str, Any] | None, wire: Dialect) -> str:
+    return wire.thinking(message)
 
 
-def stop_reason(message: dict[str, Any] | None, api: str) -> str | None:
+def stop_reason(message: dict[str, Any] | None, wire: Dialect) -> str | None:
     """The stop reason in the Anthropic vocabulary (OpenAI's `length` reads as `max_tokens`)."""
-    return dialect(api).anthropic_stop(message) if message else None
+    return wire.anthropic_stop(message) if message else None
 
 
-def output_tokens(message: dict[str, Any] | None, api: str) -> int | None:
-    return dialect(api).output_tokens(message)
+def output_tokens(message: dict[str, Any] | None, wire: Dialect) -> int | None:
+    return wire.output_tokens(message)
 
 
-def input_tokens_of_usage(usage: dict[str, Any] | None, api: str) -> int | None:
+def input_tokens_of_usage(usage: dict[str, Any] | None, wire: Dialect) -> int | None:
     """Every input token the prompt counted, cached ones included (`Dialect.prompt_tokens`)."""
-    return dialect(api).prompt_tokens(usage)
+    return wire.prompt_tokens(usage)
 
 
 def error_message(raw: RawExchange) -> str:
@@ -193,11 +188,11 @@ def error_message(raw: RawExchange) -> str:
     return text.strip()[:300]
 
 
-def error_envelope_violations(raw: RawExchange, api: str) -> list[Violation]:
+def error_envelope_violations(raw: RawExchange, wire: Dialect) -> list[Violation]:
     """The wire core's judgement of an error response (envelope, status/type pairing)."""
     if raw.status is None:
         return []
-    return list(dialect(api).check_error(raw.status, raw.body()))
+    return list(wire.check_error(raw.status, raw.body()))
 
 
 def describe_exchange(raw: RawExchange) -> str:
@@ -259,26 +254,6 @@ class ProbeOutcome:
     def failed(self) -> bool:
         return self.outcome == "failed"
 
-    def to_result(self, test_id: str, target: Target, *, duration_s: float | None = None) -> Result:
-        return Result(
-            test_id=test_id,
-            check_id=self.check_id,
-            outcome=self.outcome,
-            target=target.base,
-            api=target.api,
-            model=target.model,
-            client="probe",
-            message=self.message,
-            violations=[v.to_dict() for v in self.violations],
-            details=self.details,
-            duration_s=duration_s,
-        )
-
-    def raise_if_failed(self, title: str | None = None) -> None:
-        if self.failed:
-            raise ConformanceFailure(title or f"{self.check_id}: {self.message}", self.violations,
-                                     extra={"figures": json.dumps(self.details, default=str)[:2000]})
-
 
 # ---------------------------------------------------------------------------------------------
 # token counts from the target
@@ -312,7 +287,7 @@ class TokenCounter:
         if self.method is not None:
             return await self._count_with(self.method, body)
         for method in self.METHODS:
-            if method == "count_tokens" and self.target.dialect.count_tokens_path is None:
+            if method == "count_tokens" and self.target.wire.count_tokens_path is None:
                 continue
             try:
                 n = await self._count_with(method, body)
@@ -330,13 +305,13 @@ class TokenCounter:
         self.calls += 1
         if method == "count_tokens":
             req = {k: v for k, v in body.items() if k not in ("max_tokens", "stream", "stream_options")}
-            raw = await send(self.target, req, path=self.target.dialect.count_tokens_path)
+            raw = await send(self.target, req, path=self.target.wire.count_tokens_path)
             data = _json_or_none(raw)
             if raw.ok and isinstance(data, dict) and isinstance(data.get("input_tokens"), int):
                 return data["input_tokens"]
             raise TokenCountUnavailable(f"count_tokens answered {describe_exchange(raw)}")
         if method == "tokenize":
-            messages = self.target.dialect.chat_messages(body)
+            messages = self.target.wire.chat_messages(body)
             raw = await send(self.target, {"model": self.target.model, "messages": messages}, path="/tokenize")
             data = _json_or_none(raw)
             if raw.ok and isinstance(data, dict):
@@ -358,7 +333,7 @@ class TokenCounter:
             req.pop("output_config", None)
             raw = await send(self.target, req)
             data = _json_or_none(raw)
-            n = input_tokens_of_usage((data or {}).get("usage") if isinstance(data, dict) else None, self.target.api)
+            n = input_tokens_of_usage((data or {}).get("usage") if isinstance(data, dict) else None, self.target.wire)
             if raw.ok and n is not None:
                 return n
             raise TokenCountUnavailable(f"a one-token probe answered {describe_exchange(raw)} without input usage")

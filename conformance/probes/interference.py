@@ -16,8 +16,10 @@ Rules:
 - How much the short requests really overlapped the long one is reported (`overlap`): an engine
   that finishes the long request before the first short one starts shows no interference, and
   the figures say so instead of claiming a ratio of 1 means no cost.
+- The context limit is the one discovery's (`conformance.probes.limit`).
 - Progress: every phase and request says which it is and how far along (phase k/4, request i/n),
   with a heartbeat while one takes long (conformance.probes.progress).
+- Check ids are the constants of `conformance.checks.load`.
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.checks import load as _load_checks  # noqa: F401  (registers the load.* ids)
 from conformance.checks.exchange import check_exchange
+from conformance.checks.load import INTERFERENCE, LONG_CONTEXT_PARALLEL
 from conformance.core import registry
 from conformance.probes import progress
 from conformance.probes.common import (
@@ -43,7 +45,9 @@ from conformance.probes.common import (
     send,
     target_gone,
 )
-from conformance.probes.context import ContextProbe, LimitInfo, discover_limit, needle_phrase
+from conformance.probes.haystack import needle_phrase
+from conformance.probes.limit import LimitInfo, discover_limit
+from conformance.probes.sizing import ContextProbe
 
 
 @dataclass
@@ -64,10 +68,10 @@ async def _timed(target: Target, body: dict[str, Any], name: str, t0: float) -> 
     started = time.monotonic() - t0
     raw = await send(target, body)
     finished = time.monotonic() - t0
-    judged = await asyncio.to_thread(check_exchange, raw, body, wire=target.api)
+    judged = await asyncio.to_thread(check_exchange, raw, body, wire=target.wire)
     ok = raw.ok and not judged.errors
     what = "ok" if ok else (describe_exchange(raw) if not raw.ok else ", ".join(sorted({v.check_id for v in judged.errors})))
-    return Timed(name, started, finished, ok, what, output_tokens(judged.message, target.api) or 0)
+    return Timed(name, started, finished, ok, what, output_tokens(judged.message, target.wire) or 0)
 
 
 def _short(target: Target, i: int, phase: str) -> dict[str, Any]:
@@ -108,8 +112,8 @@ async def interference_probe(target: Target, *, limit: int | None = None, long_f
     if long_tokens is None:
         if info.limit is None:
             msg = "the context limit is unknown: pass --conformance-context-limit to size the long request"
-            return [ProbeOutcome("load.interference", "unverifiable", msg),
-                    ProbeOutcome("load.long_context_parallel", "unverifiable", msg)]
+            return [ProbeOutcome(INTERFERENCE, "unverifiable", msg),
+                    ProbeOutcome(LONG_CONTEXT_PARALLEL, "unverifiable", msg)]
         long_tokens = round(long_fraction * info.limit)
     cp = ContextProbe(target, info if info.known else LimitInfo(configured=long_tokens * 2), counter=counter, sink=sink)
     async with progress.step(f"interference: sizing the long request ({long_tokens} tokens)", sink):
@@ -130,13 +134,13 @@ async def interference_probe(target: Target, *, limit: int | None = None, long_f
         early.append(long_alone)
     if early:  # fail fast: the target cannot serve these alone; measuring interference means nothing
         gone = await target_gone(target)
-        v = registry.violation("load.interference",
+        v = registry.violation(INTERFERENCE,
                                "requests fail without any load: " + "; ".join(f"{r.name}: {r.what}" for r in early[:4])
                                + (f"; {gone}" if gone else ""),
                                expected="short and long requests complete alone", seen=early[0].what, severity="error")
         why = "not measured: the requests fail alone (see load.interference)"
-        return [ProbeOutcome("load.interference", "failed", v.message, [v], {"target_gone": gone}),
-                ProbeOutcome("load.long_context_parallel", "unverifiable", why)]
+        return [ProbeOutcome(INTERFERENCE, "failed", v.message, [v], {"target_gone": gone}),
+                ProbeOutcome(LONG_CONTEXT_PARALLEL, "unverifiable", why)]
 
     long_task = asyncio.ensure_future(_timed(target, long_body(1), "long in flight", t0))
     await asyncio.sleep(0)  # let the long request go out first
@@ -163,15 +167,15 @@ async def interference_probe(target: Target, *, limit: int | None = None, long_f
     failed = [r for r in [*alone, long_alone, *during, long_during] if not r.ok]
     if failed:
         gone = await target_gone(target)
-        v = registry.violation("load.interference",
+        v = registry.violation(INTERFERENCE,
                                f"{len(failed)} request(s) failed: " + "; ".join(f"{r.name}: {r.what}" for r in failed[:4])
                                + (f"; {gone}" if gone else ""),
                                expected="every short and long request completes", seen=failed[0].what, severity="error")
         figures["target_gone"] = gone
-        interference = ProbeOutcome("load.interference", "failed", v.message, [v], figures)
+        interference = ProbeOutcome(INTERFERENCE, "failed", v.message, [v], figures)
     else:
         interference = ProbeOutcome(
-            "load.interference", "info",
+            INTERFERENCE, "info",
             f"with one {sized.tokens}-token request in flight, short requests: p50 latency "
             f"x{figures['short_latency_ratio']} (with/without), throughput cost x{figures['short_throughput_ratio']} "
             f"(without/with); {figures['overlap']}", [], figures)
@@ -184,15 +188,15 @@ async def interference_probe(target: Target, *, limit: int | None = None, long_f
     pfailed = [r for r in parallel if not r.ok]
     if pfailed:
         gone = await target_gone(target)
-        v = registry.violation("load.long_context_parallel",
+        v = registry.violation(LONG_CONTEXT_PARALLEL,
                                f"{len(pfailed)} of {parallel_long} long-context requests at once failed: "
                                + "; ".join(f"{r.name}: {r.what}" for r in pfailed[:3]) + (f"; {gone}" if gone else ""),
                                expected=f"{parallel_long} requests of {sized.tokens} tokens complete (queueing is fine)",
                                seen=pfailed[0].what)
         pfig["target_gone"] = gone
-        par = ProbeOutcome("load.long_context_parallel", "failed", v.message, [v], pfig)
+        par = ProbeOutcome(LONG_CONTEXT_PARALLEL, "failed", v.message, [v], pfig)
     else:
-        par = ProbeOutcome("load.long_context_parallel", "passed",
+        par = ProbeOutcome(LONG_CONTEXT_PARALLEL, "passed",
                            f"{parallel_long} requests of {sized.tokens} tokens at once completed; mean latency "
                            f"x{pfig['latency_ratio']} of one alone", [], pfig)
     return [interference, par]

@@ -1,10 +1,10 @@
-"""Concurrency acceptance: the captured requests and scenario first turns, N at a time and as a ramp.
+"""Concurrency acceptance: the workload N at a time and as a ramp, every exchange judged.
 
 Rules:
-- One request is not an acceptance test. The workload (every captured model request of the
-  target's dialect, plus the first turn of every bundled scenario) runs at each level of the ramp
-  1, 2, 4, ... N (or only at N), `rounds` requests per slot, and every exchange is judged by the
-  suite's one judge (`conformance.checks.exchange.check_exchange`).
+- The workload (`conformance.probes.workload`: the captured requests of the target's wire and the
+  scenarios as whole agent loops) runs at each level of the ramp 1, 2, 4, ... N (or only at N),
+  `rounds` requests per slot, and every exchange is judged by the suite's one judge
+  (`conformance.checks.exchange.check_exchange`); a loop by the loop driver.
 - A level fails when any exchange fails; the verdict names the level and what broke there, as
   counts of kinds: 5xx, 4xx refusal, dropped stream, malformed events, deadline exceeded (hang),
   connection refused; and whether the target is gone (the engine process exited, or nothing answers).
@@ -13,41 +13,35 @@ Rules:
 - Figures per level (info; the machines are shared, so figures are relative): aggregate output
   tokens/s over the level's wall time, and time-to-first-content p50/p95. Each request carries its
   own salt at the start of the system prompt, so no prefix cache or router cache serves it.
-- The probe knows its own ceiling: each level records the client's CPU use (the whole process,
-  and the event-loop thread alone) and the event loop's lag (a ticker that asks to wake every
-  10 ms; how late it wakes). A level is **client-limited** when the client, not the target, set
-  the pace: loop lag p95 >= LAG_LIMIT_S, or the loop thread busy >= CPU_LIMIT of the wall time
-  (one thread runs every send and receive; the judging runs in worker threads under the same
-  GIL). Every figure and verdict of a client-limited level says so (figures, messages, the
-  `client_limited` detail and the JUnit properties from `LoadReport.junit_properties`).
+- The probe knows its own ceiling (`conformance.probes.client_load`): every figure and verdict of
+  a client-limited level says so (figures, messages, the `client_limited` detail and the JUnit
+  properties from `LoadReport.junit_properties`).
 - A progress line per level goes to stderr: which level of how many, requests done, wall time.
+- Check ids are the constants of `conformance.checks.load`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
-import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import httpx
 
-from conformance.checks import load as _load_checks  # noqa: F401  (registers the load.* ids)
 from conformance.checks.exchange import check_exchange
+from conformance.checks.load import CONCURRENCY_ACCEPTANCE, THROUGHPUT
 from conformance.core import registry
 from conformance.core.failures import Violation
-from conformance.loop.tools import CLIENT_FOR_API
+from conformance.loop.driver import run_scenario
 from conformance.net.transport import RawExchange
+from conformance.probes.client_load import ClientLoad, ClientMonitor
 from conformance.probes.common import (
     ProbeOutcome,
     Target,
-    build_request,
     describe_exchange,
     output_tokens,
     percentile,
@@ -56,109 +50,11 @@ from conformance.probes.common import (
     send,
     target_gone,
 )
+from conformance.probes.workload import WorkItem, default_workload
 
 # Checks whose failure means the stream ended early (a dropped stream, not a malformed one).
 _INCOMPLETE = ("anthropic.stream.complete", "openai.stream.done", "sse.stream.ends_mid_event")
 _GRAMMAR_PREFIXES = ("sse.", "anthropic.stream.", "openai.stream.", "anthropic.response.", "openai.response.")
-
-
-@dataclass
-class WorkItem:
-    name: str  # capture id#n, scenario:ID (first turn only) or loop:ID (the whole agent loop)
-    body: dict[str, Any] | None = None
-    scenario: Any = None  # a conformance.loop Scenario: run as a whole loop by the loop driver
-
-
-# Small tool sets in each client's naming, for scenario first turns (the engine maps abstract
-# tools onto offered tools by name, docs/contracts/scenarios.md).
-def _tools(api: str) -> list[dict[str, Any]]:
-    # The names, argument spelling and tool shape are those of the client that drives the wire.
-    claude_code = CLIENT_FOR_API.get(api) == "claude-code"
-    path_prop = "file_path" if claude_code else "filePath"
-    old_prop, new_prop = ("old_string", "new_string") if claude_code else ("oldString", "newString")
-    specs = [
-        ("Read", "Read a file", {path_prop: {"type": "string"}}, [path_prop]),
-        ("Write", "Write a file", {path_prop: {"type": "string"}, "content": {"type": "string"}}, [path_prop, "content"]),
-        ("Edit", "Replace text in a file",
-         {path_prop: {"type": "string"}, old_prop: {"type": "string"}, new_prop: {"type": "string"}},
-         [path_prop, old_prop, new_prop]),
-        ("Bash", "Run a command", {"command": {"type": "string"}}, ["command"]),
-    ]
-    out = []
-    for name, desc, props, required in specs:
-        schema = {"type": "object", "properties": props, "required": required, "additionalProperties": False}
-        if claude_code:
-            out.append({"name": name, "description": desc, "input_schema": schema})
-        else:
-            out.append({"type": "function", "function": {"name": name.lower(), "description": desc, "parameters": schema}})
-    return out
-
-
-def scenario_items(target: Target, scenarios_dir: Path | None = None, max_tokens: int = 1024) -> list[WorkItem]:
-    """The first turn of every bundled scenario, in the target's dialect."""
-    from conformance.core.paths import fixtures_dir
-
-    folder = scenarios_dir or (fixtures_dir() / "scenarios")
-    items = []
-    for path in sorted(Path(folder).glob("*.json")):
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(data, dict) or data.get("format") != "conformance.scenario":
-            continue  # the schema file and anything else
-        extra: dict[str, Any] = {"tools": _tools(target.api)}
-        if CLIENT_FOR_API.get(target.api) == "opencode":  # opencode sends tool_choice auto
-            extra["tool_choice"] = "auto"
-        body = build_request(target, data["prompt"], max_tokens=max_tokens,
-                             system="You are a coding agent. Working directory: /work/sandbox", extra=extra,
-                             salt="")  # salted per request by run_level
-        items.append(WorkItem(f"scenario:{data['id']}", body))
-    return items
-
-
-def capture_items(target: Target, captures_root: Path | None = None) -> list[WorkItem]:
-    """Every captured model request of the target's dialect, with the model mapped to the target's."""
-    from conformance.capture.corpus import iter_capture_files
-    from conformance.capture.format import load_capture
-    from conformance.core.paths import captured_dir
-
-    try:
-        root = captures_root or captured_dir()
-    except FileNotFoundError:
-        return []
-    wanted = target.dialect.generation_path.removeprefix("/v1")
-    items = []
-    for path in iter_capture_files(root):
-        try:
-            cap = load_capture(path)
-        except ValueError:
-            continue  # not a capture (README, manifest variants): the replay tests report those
-        for n, ex in enumerate(cap.main_exchanges(), 1):
-            if not ex.request.path.rstrip("/").endswith(wanted) or not isinstance(ex.request.body, dict):
-                continue
-            body = dict(ex.request.body, model=target.model)
-            items.append(WorkItem(f"{cap.id}#{n}", body))
-    return items
-
-
-def loop_items(api: str, scenarios_dir: Path | None = None) -> list[WorkItem]:
-    """Every bundled scenario the client of `api` can run, as a whole agent loop (conformance.loop's
-    driver, real client shapes): a scenario that needs an attached MCP server or a resumed session
-    runs only where that wire's client does so."""
-    from conformance.loop.driver import scenario_runs_on
-    from conformance.loop.scenarios import load_scenarios
-
-    return [WorkItem(f"loop:{s.id}", scenario=s) for s in load_scenarios(scenarios_dir) if scenario_runs_on(s, api)]
-
-
-def default_workload(target: Target, *, captures_root: Path | None = None, scenarios_dir: Path | None = None,
-                     include_captures: bool = True, include_loops: bool = True) -> list[WorkItem]:
-    items: list[WorkItem] = []
-    if include_captures:
-        items += capture_items(target, captures_root)
-    if include_loops:
-        items += loop_items(target.api, scenarios_dir)
-    if not items:
-        items.append(WorkItem("probe:short", build_request(target, "Say hello in five words.", max_tokens=64, salt="")))
-    return items
 
 
 def ramp_levels(n: int) -> list[int]:
@@ -171,97 +67,6 @@ def ramp_levels(n: int) -> list[int]:
         k *= 2
     levels.append(n)
     return levels
-
-
-# ----------------------------------------------------------------------------- the client's own load
-LAG_LIMIT_S = 0.1  # event-loop lag p95 at or past this: the client set the pace
-CPU_LIMIT = 0.9  # the event-loop thread busy for this share of the wall time: the client set the pace
-TICK_S = 0.01
-
-
-@dataclass
-class ClientLoad:
-    """What the probe's own process did while one level ran."""
-
-    wall_s: float
-    cpu_s: float  # CPU time of the whole process (every thread; an in-process server counts too)
-    loop_cpu_s: float  # CPU time of the event-loop thread alone
-    lags: list[float]  # how late each tick woke, seconds
-
-    @property
-    def cpu_share(self) -> float:
-        return self.cpu_s / self.wall_s if self.wall_s > 0 else 0.0
-
-    @property
-    def loop_cpu_share(self) -> float:
-        return self.loop_cpu_s / self.wall_s if self.wall_s > 0 else 0.0
-
-    @property
-    def lag_p95_s(self) -> float:
-        return percentile(self.lags, 95) or 0.0
-
-    @property
-    def lag_max_s(self) -> float:
-        return max(self.lags, default=0.0)
-
-    @property
-    def limited_by(self) -> str | None:
-        """Why the client set the pace at this level, or None when it did not."""
-        why = []
-        if self.lag_p95_s >= LAG_LIMIT_S:
-            why.append(f"event-loop lag p95 {self.lag_p95_s * 1000:.0f} ms >= {LAG_LIMIT_S * 1000:.0f} ms")
-        if self.loop_cpu_share >= CPU_LIMIT:
-            why.append(f"event-loop thread busy {self.loop_cpu_share:.0%} of the wall time")
-        return "; ".join(why) or None
-
-    def figures(self) -> dict[str, Any]:
-        return {"client_cpu_percent": round(100 * self.cpu_share, 1),
-                "client_loop_cpu_percent": round(100 * self.loop_cpu_share, 1),
-                "client_loop_lag_p95_ms": round(self.lag_p95_s * 1000, 1),
-                "client_loop_lag_max_ms": round(self.lag_max_s * 1000, 1),
-                "client_limited": self.limited_by is not None,
-                "client_limited_by": self.limited_by}
-
-
-class ClientMonitor:
-    """`async with ClientMonitor() as mon:` around a level; `mon.result` afterwards.
-
-    `delay_s` is a test hook: every tick the loop is blocked that long with time.sleep, so the
-    loop lags without the process burning CPU (a slow client, not a CPU hog)."""
-
-    def __init__(self, *, delay_s: float = 0.0) -> None:
-        self.delay_s = delay_s
-        self.result: ClientLoad | None = None
-        self._lags: list[float] = []
-        self._tasks: list[asyncio.Task] = []
-
-    async def _tick(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            t = loop.time()
-            await asyncio.sleep(TICK_S)
-            self._lags.append(max(0.0, loop.time() - t - TICK_S))
-
-    async def _delay(self) -> None:
-        while True:
-            await asyncio.sleep(TICK_S)
-            time.sleep(self.delay_s)  # blocks the loop on purpose (the test hook)
-
-    async def __aenter__(self) -> ClientMonitor:
-        self._t0, self._cpu0, self._loop_cpu0 = time.monotonic(), time.process_time(), time.thread_time()
-        self._thread = threading.get_ident()
-        self._tasks.append(asyncio.create_task(self._tick()))
-        if self.delay_s > 0:
-            self._tasks.append(asyncio.create_task(self._delay()))
-        return self
-
-    async def __aexit__(self, *exc) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        assert threading.get_ident() == self._thread, "a monitor is entered and left on its loop's thread"
-        self.result = ClientLoad(time.monotonic() - self._t0, time.process_time() - self._cpu0,
-                                 time.thread_time() - self._loop_cpu0, list(self._lags))
 
 
 def _progress(line: str) -> None:
@@ -402,21 +207,19 @@ async def _run_level(target: Target, items: list[WorkItem], level: int, *, round
         broken = asyncio.Event()
 
         async def one_loop(i: int, item: WorkItem) -> ExchangeRecord | None:
-            from conformance.loop.driver import run_scenario
-
             async with sem:
                 if broken.is_set():
                     return None
                 started = time.monotonic() - t0
                 report = await asyncio.get_running_loop().run_in_executor(
-                    pool, lambda: run_scenario(target.base, target.api, item.scenario, model=target.model,
+                    pool, lambda: run_scenario(target.base, target.wire.name, item.scenario, model=target.model,
                                                api_key=target.api_key, deadlines=target.deadlines))
                 finished = time.monotonic() - t0
                 kind = classify_loop(report)
                 if kind is not None:
                     broken.set()
             where = f"concurrency {level}, request {i + 1} ({item.name})"
-            toks = sum(output_tokens(getattr(t.verdict, "message", None), target.api) or 0 for t in report.turns)
+            toks = sum(output_tokens(getattr(t.verdict, "message", None), target.wire) or 0 for t in report.turns)
             last_raw = report.turns[-1].raw if report.turns else None
             return ExchangeRecord(level, i, item.name, last_raw, [v.at(exchange=where) for v in report.violations],
                                   kind, toks, started, finished, loop_title=report.title())
@@ -426,7 +229,7 @@ async def _run_level(target: Target, items: list[WorkItem], level: int, *, round
             if item.scenario is not None:
                 return await one_loop(i, item)
             # a salt per request: the same prompt twice must not be served from a prefix cache
-            body = salt_body(item.body, target.api, f"{target.salt}-c{level}-{i}")
+            body = salt_body(item.body, target.wire, f"{target.salt}-c{level}-{i}")
             async with sem:
                 if broken.is_set():
                     return None  # fail fast: the level already broke; a hung target would cost a deadline each
@@ -435,14 +238,14 @@ async def _run_level(target: Target, items: list[WorkItem], level: int, *, round
                 finished = time.monotonic() - t0
                 if not raw.ok:
                     broken.set()  # before judging: the next slot must not start
-            judged = await asyncio.to_thread(check_exchange, raw, body, wire=target.api)
+            judged = await asyncio.to_thread(check_exchange, raw, body, wire=target.wire)
             violations = [v.at(exchange=f"concurrency {level}, request {i + 1} ({item.name})")
                           for v in judged.violations]
             kind = classify(raw, violations)
             if kind is not None:
                 broken.set()
             return ExchangeRecord(level, i, item.name, raw, violations, kind,
-                                  output_tokens(judged.message, target.api), started, finished)
+                                  output_tokens(judged.message, target.wire), started, finished)
 
         try:
             done = await asyncio.gather(*(one(i) for i in range(total)))
@@ -499,15 +302,15 @@ class LoadReport:
                    "levels": [s.figures() for s in self.levels],
                    "client_limited_levels": self.client_limited_levels}
         if self.gone_before:
-            v = registry.violation("load.concurrency_acceptance",
+            v = registry.violation(CONCURRENCY_ACCEPTANCE,
                                    f"the target is down before the load probe started: {self.gone_before}",
                                    expected="a live target", seen=self.gone_before)
-            return ProbeOutcome("load.concurrency_acceptance", "failed", v.message, [v], figures)
+            return ProbeOutcome(CONCURRENCY_ACCEPTANCE, "failed", v.message, [v], figures)
         broken = next((s for s in self.levels if not s.ok), None)
         if broken is None:
             n = sum(len(s.records) for s in self.levels)
             msg = f"all {n} requests passed at every concurrency level ({planned})" + self._client_note()
-            return ProbeOutcome("load.concurrency_acceptance", "passed", msg, [], figures)
+            return ProbeOutcome(CONCURRENCY_ACCEPTANCE, "passed", msg, [], figures)
         what = ", ".join(f"{count} {kind}" for kind, count in sorted(broken.what_broke().items(), key=lambda kv: -kv[1]))
         passed_levels = [s.level for s in self.levels if s.ok]
         where = ("already with a single request in flight (not a load problem alone)" if broken.level == 1
@@ -522,7 +325,7 @@ class LoadReport:
                     "may be the client's, not the target's")
         first = broken.failures[0]
         headline = registry.violation(
-            "load.concurrency_acceptance", msg,
+            CONCURRENCY_ACCEPTANCE, msg,
             expected=f"every request accepted and well-formed at concurrency {broken.level}",
             seen=f"first failure: {first.name}: {first.kind} ({first.describe()})",
             exchange=f"concurrency {broken.level}",
@@ -533,7 +336,7 @@ class LoadReport:
         figures["broke_at"] = broken.level
         figures["what_broke"] = broken.what_broke()
         figures["target_gone"] = broken.gone
-        return ProbeOutcome("load.concurrency_acceptance", "failed", msg, [headline, *underlying], figures)
+        return ProbeOutcome(CONCURRENCY_ACCEPTANCE, "failed", msg, [headline, *underlying], figures)
 
     def throughput(self) -> ProbeOutcome:
         rows = [s.figures() for s in self.levels]
@@ -544,7 +347,7 @@ class LoadReport:
                  f"p95 {sec(r['ttft_p95_s'])}"
                  + (f" [CLIENT-LIMITED: {r['client_limited_by']}: the client's ceiling, not the target's]"
                     if r.get("client_limited") else "") for r in rows]
-        return ProbeOutcome("load.throughput", "info", "; ".join(parts) or "no level ran", [],
+        return ProbeOutcome(THROUGHPUT, "info", "; ".join(parts) or "no level ran", [],
                             {"levels": rows, "client_limited_levels": self.client_limited_levels})
 
     def table(self) -> str:

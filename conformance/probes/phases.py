@@ -38,7 +38,7 @@ from conformance.probes.common import (
     rounded,
     send,
 )
-from conformance.probes.context import haystack
+from conformance.probes.haystack import haystack
 from conformance.probes.load import ramp_levels
 
 PROMPT_LENGTHS = (256, 1024, 2048)
@@ -63,7 +63,7 @@ async def _one(target: Target, body: dict[str, Any]) -> tuple[Any, dict | None]:
     raw = await send(target, body)
     message = None
     if raw.ok:
-        message = (await asyncio.to_thread(check_exchange, raw, body, wire=target.api)).message
+        message = (await asyncio.to_thread(check_exchange, raw, body, wire=target.wire)).message
     return raw, message
 
 
@@ -78,8 +78,8 @@ async def _calibrate(target: Target) -> tuple[float, float]:
     _raw, message = await _one(target, body)
     base = build_request(target, _prompt(0), max_tokens=PREFILL_MAX_TOKENS, salt=f"{target.salt}-phase-calibrate0")
     _raw0, message0 = await _one(target, base)
-    n = input_tokens_of_usage((message or {}).get("usage"), target.api)
-    n0 = input_tokens_of_usage((message0 or {}).get("usage"), target.api)
+    n = input_tokens_of_usage((message or {}).get("usage"), target.wire)
+    n0 = input_tokens_of_usage((message0 or {}).get("usage"), target.wire)
     if n and n0 is not None and n > n0:
         return (n - n0) / CALIBRATION_SENTENCES, float(n0)
     return 12.0, 40.0  # a sentence of the haystack is about a dozen tokens in common tokenizers
@@ -98,7 +98,7 @@ async def prefill_figures(target: Target, *, lengths=PROMPT_LENGTHS, repeats: in
                                  salt=f"{target.salt}-prefill-{length}-{k}")
             async with progress.step(label, sink):
                 raw, message = await _one(target, body)
-            tokens = input_tokens_of_usage((message or {}).get("usage"), target.api)
+            tokens = input_tokens_of_usage((message or {}).get("usage"), target.wire)
             if not raw.ok or raw.first_content_at is None or raw.first_content_at <= 0:
                 errors.append(f"{length} tokens, repeat {k + 1}: {describe_exchange(raw)}")
                 continue
@@ -117,7 +117,7 @@ async def _decode_level(target: Target, level: int, k: int) -> tuple[float | Non
 
     rates, errors = [], []
     for raw, message in await asyncio.gather(*(stream(j) for j in range(level))):
-        out = output_tokens(message, target.api)
+        out = output_tokens(message, target.wire)
         end = raw.chunks[-1][0] if raw.chunks else None
         if not raw.ok or raw.first_content_at is None or end is None or not out:
             errors.append(f"c={level}, repeat {k + 1}: {describe_exchange(raw)}")

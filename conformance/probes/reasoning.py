@@ -1,10 +1,11 @@
 """Reasoning and output caps: thinking as the clients send it must leave room for the answer.
 
 Rules:
-- Cases are sent as the clients send them (WIRE.md): Anthropic `thinking {type: adaptive}` with
-  `output_config.effort` at each level (low, medium, high, xhigh, max), `thinking {type: enabled,
-  budget_tokens}` (Claude Code for haiku-class models, opencode's title request), and no thinking
-  at all (the plain output-cap case). OpenAI chat: `reasoning_effort` low / medium / high, and none.
+- Cases are sent as the clients send them (WIRE.md), in the fields the wire's Dialect writes
+  (`Dialect.reasoning_variants`): Anthropic `thinking {type: adaptive}` with `output_config.effort`
+  at each level (low, medium, high, xhigh, max), `thinking {type: enabled, budget_tokens}` (Claude
+  Code for haiku-class models, opencode's title request); OpenAI chat `reasoning_effort` low /
+  medium / high; Responses `reasoning.effort`; then no thinking at all (the plain output-cap case).
 - The question has a verifiable answer (a passphrase stated in the prompt, the needle convention
   of docs/engine.md) long enough that a low output cap cuts it.
 - A max_tokens stop is always reported as "truncated by the output cap (N tokens)", never as a
@@ -16,6 +17,7 @@ Rules:
 - An exchange that fails outright (refused, hung, malformed) fails `reasoning.answer_before_cap`
   ("no answer") and carries the exchange's own violations (e.g. suite.deadline.total).
 - A complete answer without the passphrase is a model metric: `reasoning.answer_correct` (warning).
+- Check ids are the constants of `conformance.checks.reasoning`.
 """
 
 from __future__ import annotations
@@ -24,29 +26,29 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.checks import reasoning as _reasoning_checks  # noqa: F401  (registers the reasoning.* ids)
 from conformance.checks.exchange import check_exchange
+from conformance.checks.reasoning import ANSWER_BEFORE_CAP, ANSWER_CORRECT, OUTPUT_CAP
 from conformance.core import registry
 from conformance.core.failures import Violation
+from conformance.core.verdict import outcome_of
 from conformance.probes.common import (
     ProbeOutcome,
     Target,
     answer_text,
     build_request,
     describe_exchange,
+    error_message,
     output_tokens,
     send,
     stop_reason,
     target_gone,
     thinking_text,
 )
+from conformance.probes.haystack import PHRASE_WORDS
+from conformance.wire.dialect import Dialect
 
-EFFORTS = ("low", "medium", "high", "xhigh", "max")
-OPENAI_EFFORTS = ("low", "medium", "high")
 MAX_TOKENS = 8192
 SYSTEM = "You answer questions about the text the user gives you."
-_WORDS = ["amber", "falcon", "meadow", "cobalt", "harbor", "juniper", "quartz", "saffron", "tundra", "velvet",
-          "willow", "zephyr"]
 
 
 @dataclass(frozen=True)
@@ -57,20 +59,15 @@ class ThinkingCase:
     thinking: bool = True
 
 
-def default_cases(api: str, max_tokens: int = MAX_TOKENS, budget_tokens: int | None = None) -> list[ThinkingCase]:
-    cases: list[ThinkingCase] = []
-    if api == "anthropic":  # dialect-name: the thinking controls are each wire's own request fields
-        for effort in EFFORTS:
-            cases.append(ThinkingCase(f"adaptive+effort={effort}",
-                                      {"thinking": {"type": "adaptive"}, "output_config": {"effort": effort}}, max_tokens))
-        budget = budget_tokens or max(1024, max_tokens // 2)
-        if budget >= max_tokens:
+def default_cases(wire: Dialect, max_tokens: int = MAX_TOKENS, budget_tokens: int | None = None) -> list[ThinkingCase]:
+    """The wire's reasoning variants at `max_tokens`, then no thinking. A fixed thinking budget
+    (default: half of max_tokens, at least 1024) must stay below max_tokens."""
+    budget = budget_tokens or max(1024, max_tokens // 2)
+    cases = []
+    for name, fields in wire.reasoning_variants(budget):
+        if wire.thinking_budget(fields) is not None and budget >= max_tokens:
             raise ValueError(f"budget_tokens ({budget}) must be below max_tokens ({max_tokens})")
-        cases.append(ThinkingCase(f"enabled+budget={budget}", {"thinking": {"type": "enabled", "budget_tokens": budget}},
-                                  max_tokens))
-    else:
-        for effort in OPENAI_EFFORTS:
-            cases.append(ThinkingCase(f"reasoning_effort={effort}", {"reasoning_effort": effort}, max_tokens))
+        cases.append(ThinkingCase(name, fields, max_tokens))
     cases.append(ThinkingCase("no-thinking", {}, max_tokens, thinking=False))
     return cases
 
@@ -80,7 +77,7 @@ def long_phrase(key: str) -> str:
     rng = random.Random(f"reasoning:{key}")
     parts = []
     for _ in range(6):
-        parts.append(rng.choice(_WORDS))
+        parts.append(rng.choice(PHRASE_WORDS))
         parts.append(str(rng.randint(1000, 9999)))
     return "-".join(parts)
 
@@ -118,19 +115,18 @@ async def run_case(target: Target, case: ThinkingCase) -> CaseResult:
     phrase = long_phrase(case.name)
     body = build_request(target, question(phrase), max_tokens=case.max_tokens, system=SYSTEM, extra=case.fields)
     raw = await send(target, body)
-    judged = check_exchange(raw, body, wire=target.api)
+    judged = check_exchange(raw, body, wire=target.wire)
     res = CaseResult(case, raw.status, None, None, "", 0, phrase, raw.elapsed,
                      violations=[v.at(exchange=case.name) for v in judged.violations])
     if not raw.ok or judged.errors:
         res.failure = describe_exchange(raw) if not raw.ok else "; ".join(sorted({v.check_id for v in judged.errors}))
         if not raw.ok and raw.body():
-            from conformance.probes.common import error_message
             res.failure += f": {error_message(raw)[:200]}"
     msg = judged.message
-    res.stop = stop_reason(msg, target.api)
-    res.output_tokens = output_tokens(msg, target.api)
-    res.answer = answer_text(msg, target.api)
-    res.thinking_chars = len(thinking_text(msg, target.api))
+    res.stop = stop_reason(msg, target.wire)
+    res.output_tokens = output_tokens(msg, target.wire)
+    res.answer = answer_text(msg, target.wire)
+    res.thinking_chars = len(thinking_text(msg, target.wire))
     return res
 
 
@@ -144,7 +140,7 @@ def verdicts(results: list[CaseResult]) -> list[ProbeOutcome]:
         where = {"exchange": r.case.name}
         if r.failure and r.stop is None:
             before_cap.append(registry.violation(
-                "reasoning.answer_before_cap", f"{r.case.name}: no answer: {r.failure}",
+                ANSWER_BEFORE_CAP, f"{r.case.name}: no answer: {r.failure}",
                 expected="an answer with stop_reason end_turn", seen=r.failure, **where))
             before_cap.extend(v for v in r.violations if v.is_error)
             continue
@@ -153,52 +149,52 @@ def verdicts(results: list[CaseResult]) -> list[ProbeOutcome]:
             truncated = f"truncated by the output cap ({n} tokens)"
             if r.output_tokens is not None and r.output_tokens < r.case.max_tokens * 0.95:
                 cap.append(registry.violation(
-                    "reasoning.output_cap",
+                    OUTPUT_CAP,
                     f"{r.case.name}: {truncated}, below the max_tokens {r.case.max_tokens} the client asked for: "
                     "the target imposes its own output cap",
                     expected=f"up to {r.case.max_tokens} output tokens, an answer, stop_reason end_turn",
                     seen=f"stop_reason max_tokens after {n} tokens; answer {r.answer[:80]!r}", **where))
             elif not r.answer.strip() and r.thinking_chars:
                 before_cap.append(registry.violation(
-                    "reasoning.answer_before_cap",
+                    ANSWER_BEFORE_CAP,
                     f"{r.case.name}: {truncated}: reasoning used the whole budget and no answer arrived",
                     expected=f"the answer within max_tokens {r.case.max_tokens}",
                     seen=f"{r.thinking_chars} characters of thinking, no text, stop_reason max_tokens", **where))
             else:
                 cap.append(registry.violation(
-                    "reasoning.output_cap", f"{r.case.name}: answer {truncated}",
+                    OUTPUT_CAP, f"{r.case.name}: answer {truncated}",
                     expected="a complete answer with stop_reason end_turn",
                     seen=f"stop_reason max_tokens; answer {r.answer[:80]!r}", **where))
             continue
         if not r.answer.strip():
             before_cap.append(registry.violation(
-                "reasoning.answer_before_cap", f"{r.case.name}: the response ended ({r.stop}) without answer text",
+                ANSWER_BEFORE_CAP, f"{r.case.name}: the response ended ({r.stop}) without answer text",
                 expected="answer text", seen=f"stop_reason {r.stop}, {r.thinking_chars} characters of thinking", **where))
             continue
         if r.stop == "end_turn" and not r.correct:
             wrong.append(registry.violation(
-                "reasoning.answer_correct", f"{r.case.name}: the answer does not contain the passphrase",
+                ANSWER_CORRECT, f"{r.case.name}: the answer does not contain the passphrase",
                 expected=r.phrase, seen=r.answer[:200], **where))
     figures = {"cases": rows}
     names = ", ".join(r.case.name for r in results)
     out = []
     if not any(r.stop is not None for r in results):  # nothing answered: only answer_before_cap can tell
         why = "no case got an answer (see reasoning.answer_before_cap)"
-        return [ProbeOutcome("reasoning.answer_before_cap", "failed", before_cap[0].message, before_cap, figures),
-                ProbeOutcome("reasoning.output_cap", "unverifiable", why, [], figures),
-                ProbeOutcome("reasoning.answer_correct", "unverifiable", why, [], figures)]
+        return [ProbeOutcome(ANSWER_BEFORE_CAP, "failed", before_cap[0].message, before_cap, figures),
+                ProbeOutcome(OUTPUT_CAP, "unverifiable", why, [], figures),
+                ProbeOutcome(ANSWER_CORRECT, "unverifiable", why, [], figures)]
     for check_id, vs, ok_msg in (
-        ("reasoning.answer_before_cap", before_cap, f"the answer arrived before max_tokens in every case ({names})"),
-        ("reasoning.output_cap", cap, "no answer was cut by an output cap"),
+        (ANSWER_BEFORE_CAP, before_cap, f"the answer arrived before max_tokens in every case ({names})"),
+        (OUTPUT_CAP, cap, "no answer was cut by an output cap"),
     ):
         if vs:
             first = next(v for v in vs if v.check_id == check_id)
             n = sum(1 for v in vs if v.check_id == check_id)
-            out.append(ProbeOutcome(check_id, "failed", f"{first.message}" + (f" (and {n - 1} more)" if n > 1 else ""),
+            out.append(ProbeOutcome(check_id, outcome_of(vs), f"{first.message}" + (f" (and {n - 1} more)" if n > 1 else ""),
                                     vs, figures))
         else:
             out.append(ProbeOutcome(check_id, "passed", ok_msg, [], figures))
-    out.append(ProbeOutcome("reasoning.answer_correct", "warning" if wrong else "passed",
+    out.append(ProbeOutcome(ANSWER_CORRECT, outcome_of(wrong),
                             wrong[0].message if wrong else "every complete answer held the passphrase", wrong, figures))
     return out
 
@@ -206,7 +202,7 @@ def verdicts(results: list[CaseResult]) -> list[ProbeOutcome]:
 async def reasoning_probe(target: Target, cases: list[ThinkingCase] | None = None, *,
                           max_tokens: int = MAX_TOKENS) -> list[ProbeOutcome]:
     results = []
-    for case in cases or default_cases(target.api, max_tokens):
+    for case in cases or default_cases(target.wire, max_tokens):
         res = await run_case(target, case)
         results.append(res)
         if res.failure and res.stop is None:

@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
 
+import pytest
+
 from conformance.probes.common import ProbeOutcome
 
 # (option dest, how the user spelled it)
@@ -27,10 +29,6 @@ RERUN_OPTIONS = (
 )
 
 _DECIDED = ("passed", "failed", "warning")
-
-
-class RepeatConflict(Exception):
-    pass
 
 
 def rerun_conflict(config) -> str | None:
@@ -57,8 +55,6 @@ def refuse_rerun_plugins(config, k: int) -> None:
         return
     conflict = rerun_conflict(config)
     if conflict:
-        import pytest
-
         raise pytest.UsageError(refusal_message(conflict, k))
 
 

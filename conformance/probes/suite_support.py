@@ -2,8 +2,10 @@
 
 Rules:
 - The probe target is built from the test's resolved settings (`conformance_settings`): target
-  URL, API (auto = the one the target serves, Anthropic first), model (--conformance-model, else
-  the first of /v1/models), key, deadlines. Probes are always salted with the run token.
+  URL, wire (--conformance-api, else the first registered Dialect the target serves: Anthropic,
+  then OpenAI chat, then Responses; a target that serves none is probed on OpenAI chat, as it
+  was before Responses existed), model (--conformance-model, else the first of /v1/models), key,
+  deadlines. Probes are always salted with the run token.
 - Options of this area are read through `SuiteConfig.option`: `concurrency` (default 4),
   `repeat` (default 1), `context_limit` (default: what the target advertises).
 - `repeat > 1` with a rerun plugin's option stops the run with a usage error (probes.repeat).
@@ -20,6 +22,8 @@ import pytest
 
 from conformance.probes import repeat as repeat_probe
 from conformance.probes.common import ProbeOutcome, Target, new_salt, run_sync
+from conformance.wire import CHAT, DIALECTS
+from conformance.wire.dialect import Dialect, dialect
 
 DEFAULT_CONCURRENCY = 4
 
@@ -43,12 +47,16 @@ def target_for(session, settings, ctx=None) -> Target:
     """The probe target; with `ctx`, a target already known dead fails the test at once."""
     if ctx is not None and session.target_down() is not None:
         ctx.fail_target_down()  # records suite.target.reachable and raises: no deadline spent
-    api = settings.api
-    if api == "auto":
-        api = "anthropic" if session.serves("anthropic") else "openai"
     model = session.model_for(None, settings) or "default"
-    return Target(settings.target or "", api=api, model=model, api_key=settings.api_key,
+    return Target(settings.target or "", wire=served_wire(session, settings), model=model, api_key=settings.api_key,
                   deadlines=settings.deadlines, salt=(settings.run_token or new_salt()))
+
+
+def served_wire(session, settings) -> Dialect:
+    """The wire the probes speak: the one the user names, else the first the target serves."""
+    if settings.api != "auto":
+        return dialect(settings.api)
+    return next((wire for wire in DIALECTS.values() if session.serves(wire.name)), CHAT)
 
 
 def run_probe(request, settings, make) -> list[ProbeOutcome]:
@@ -59,7 +67,7 @@ def run_probe(request, settings, make) -> list[ProbeOutcome]:
 
 def report(ctx, target: Target, outcomes: list[ProbeOutcome], *, title: str) -> None:
     """Record every outcome through the CheckContext; fail on errors; skip if nothing was decidable."""
-    ctx.api = target.api
+    ctx.api = target.wire.name  # the results record stores the wire's name
     ctx.model = target.model
     for o in outcomes:
         ctx.outcome(o.check_id, o.outcome, violations=o.violations, message=o.message, details=o.details)

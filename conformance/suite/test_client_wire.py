@@ -29,6 +29,7 @@ from conformance.capture.format import Capture, Exchange
 from conformance.checks import client_wire as rules
 from conformance.layers.hop import find_forwarded, log_total, received_log
 from conformance.loop.conversation import conversation
+from conformance.probes.limit import discover
 from conformance.suite import cases
 from conformance.suite.cases import prepared_body, require_api
 from conformance.wire.dialect import dialect
@@ -270,38 +271,15 @@ def test_max_tokens_over_context(conformance_ctx):
     figures = None
     if sent.raw.ok:
         verdict = ctx.judge(sent, expect_model=ctx.settings.served_model(body.get("model")))
-        context, source = advertised_context(ctx, ctx.settings.served_model(body.get("model")))
+        limit = discover(ctx.session.get_json, ctx.settings.served_model(body.get("model")),
+                         ctx.item.config.getoption("conformance_context_limit", None))
+        context, source = limit.limit, limit.origin
         d = dialect(ctx.api)
         usage = d.usage(verdict.message) if verdict.message else None
         figures = rules.AnswerFigures(d.anthropic_stop(verdict.message), d.prompt_tokens(usage),
                                       d.output_tokens(verdict.message) if verdict.message else None, context, source)
     _decide(ctx, rules.max_tokens_outcome(sent.raw, body["max_tokens"], figures), judge=False)
     ctx.finish("max_tokens over the context")
-
-
-def advertised_context(ctx, model: str | None) -> tuple[int | None, str]:
-    """The target's context length: --conformance-context-limit, else what it advertises (vLLM
-    `max_model_len` and the like in GET /v1/models, llama.cpp `n_ctx` in GET /props), as the
-    context probes read it (conformance.probes.context.discover_limit)."""
-    configured = ctx.item.config.getoption("conformance_context_limit", None)
-    if configured:
-        return configured, "--conformance-context-limit"
-    status, doc = ctx.session.get_json("/v1/models")
-    models = [m for m in (doc or {}).get("data") or [] if isinstance(m, dict)] if isinstance(doc, dict) else []
-    chosen = next((m for m in models if m.get("id") == model), models[0] if models else None)
-    if chosen is not None:
-        for key in ("max_model_len", "context_length", "context_window", "max_context_length"):
-            if isinstance(chosen.get(key), int):
-                return chosen[key], f"/v1/models {key}"
-        meta = chosen.get("meta")
-        if isinstance(meta, dict) and isinstance(meta.get("n_ctx"), int):
-            return meta["n_ctx"], "/v1/models meta.n_ctx"
-    status, props = ctx.session.get_json("/props")
-    if status == 200 and isinstance(props, dict):
-        n_ctx = props.get("n_ctx", (props.get("default_generation_settings") or {}).get("n_ctx"))
-        if isinstance(n_ctx, int):
-            return n_ctx, "/props n_ctx"
-    return None, ""
 
 
 def test_fallback_wording(conformance_ctx):

@@ -6,7 +6,7 @@
 - test_concurrency_at_n: N at a time, two rounds per slot (no ramp).
 - test_interference: short requests with and without one long-context request in flight, and
   several long-context requests at once (load.interference info, load.long_context_parallel).
-Probe code: conformance/probes/load.py, interference.py; docs/probes.md.
+Probe code: conformance/probes/load.py (workload.py, client_load.py), interference.py; docs/probes.md.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from __future__ import annotations
 import pytest
 
 from conformance.probes import suite_support
+from conformance.probes.interference import interference_probe
+from conformance.probes.load import concurrency_probe
 
 pytestmark = pytest.mark.load
 
@@ -26,8 +28,6 @@ def _concurrency(settings) -> int:
 
 
 def _load(request, ctx, *, ramp: bool, rounds: int, title: str) -> None:
-    from conformance.probes.load import concurrency_probe
-
     settings = ctx.settings
     target = suite_support.target_for(ctx.session, settings, ctx)
     n = _concurrency(settings)
@@ -51,8 +51,6 @@ def test_concurrency_at_n(request, conformance_ctx):
 
 
 def test_interference(request, conformance_ctx):
-    from conformance.probes.interference import interference_probe
-
     ctx = conformance_ctx
     target = suite_support.target_for(ctx.session, ctx.settings, ctx)
     limit = suite_support.option(ctx.settings, "context_limit", None)

@@ -13,13 +13,13 @@ from __future__ import annotations
 import pytest
 
 from conformance.probes import suite_support
+from conformance.probes.common import run_sync
+from conformance.probes.phases import DEFAULT_REPEATS, decode_figures, prefill_figures
 
 pytestmark = pytest.mark.perf
 
 
 def _repeats(settings) -> int:
-    from conformance.probes.phases import DEFAULT_REPEATS
-
     k = int(suite_support.option(settings, "perf_repeats", DEFAULT_REPEATS))
     if k < 1:
         raise pytest.UsageError(f"--conformance-perf-repeats must be at least 1, got {k}")
@@ -27,9 +27,6 @@ def _repeats(settings) -> int:
 
 
 def test_prefill_rate(conformance_ctx):
-    from conformance.probes.common import run_sync
-    from conformance.probes.phases import prefill_figures
-
     ctx = conformance_ctx
     target = suite_support.target_for(ctx.session, ctx.settings, ctx)
     outcome = run_sync(prefill_figures(target, repeats=_repeats(ctx.settings)))
@@ -37,9 +34,6 @@ def test_prefill_rate(conformance_ctx):
 
 
 def test_decode_rate(conformance_ctx):
-    from conformance.probes.common import run_sync
-    from conformance.probes.phases import decode_figures
-
     ctx = conformance_ctx
     target = suite_support.target_for(ctx.session, ctx.settings, ctx)
     n = int(suite_support.option(ctx.settings, "concurrency", suite_support.DEFAULT_CONCURRENCY))

@@ -13,31 +13,30 @@ from __future__ import annotations
 
 import pytest
 
+from conformance.checks.reasoning import ANSWER_BEFORE_CAP, ANSWER_CORRECT, OUTPUT_CAP
 from conformance.probes import suite_support
+from conformance.probes.reasoning import default_cases, reasoning_probe
 
 pytestmark = pytest.mark.context
 
 
 def _outcomes(request, ctx):
-    from conformance.probes.reasoning import default_cases, reasoning_probe
-
     target = suite_support.target_for(ctx.session, ctx.settings, ctx)
-    key = ("reasoning", target.base, target.api, target.model)
+    key = ("reasoning", target.base, target.wire.name, target.model)
     cache = ctx.session.cache
     if key not in cache:
-        cases = default_cases(target.api)
+        cases = default_cases(target.wire)
         cache[key] = suite_support.run_probe(request, ctx.settings, lambda: reasoning_probe(target, cases))
     return target, cache[key]
 
 
 def test_answer_before_cap(request, conformance_ctx):
     target, outs = _outcomes(request, conformance_ctx)
-    suite_support.report(conformance_ctx, target, [o for o in outs if o.check_id in ("reasoning.answer_before_cap",
-                                                                          "reasoning.answer_correct")],
-             title="reasoning: answer before max_tokens")
+    suite_support.report(conformance_ctx, target, [o for o in outs if o.check_id in (ANSWER_BEFORE_CAP, ANSWER_CORRECT)],
+                         title="reasoning: answer before max_tokens")
 
 
 def test_output_cap(request, conformance_ctx):
     target, outs = _outcomes(request, conformance_ctx)
-    suite_support.report(conformance_ctx, target, [o for o in outs if o.check_id == "reasoning.output_cap"],
-             title="reasoning: output cap")
+    suite_support.report(conformance_ctx, target, [o for o in outs if o.check_id == OUTPUT_CAP],
+                         title="reasoning: output cap")

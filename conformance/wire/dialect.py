@@ -635,6 +635,16 @@ class Dialect:
         """A minimal one-turn request in this wire's shape (a streamed chat request asks for usage)."""
         raise NotImplementedError
 
+    def tool_definition(self, name: str, description: str, schema: dict) -> dict:
+        """One function tool offered in this wire's shape (a raw definition for `with_tools`)."""
+        raise NotImplementedError
+
+    def reasoning_variants(self, budget_tokens: int) -> list[tuple[str, dict]]:
+        """The reasoning controls the clients send on this wire, as (name, request fields to add):
+        each effort level, then a fixed budget of `budget_tokens` where the wire has one. Empty:
+        the wire has none."""
+        return []
+
 
 # ----------------------------------------------------------------------------- the registry
 DIALECTS: dict[str, Dialect] = {}

@@ -7,6 +7,7 @@ import pytest
 from conformance.engine.launch import serve_engine_in_thread, spawn_engine
 from conformance.net.transport import Deadlines
 from conformance.probes.common import Target
+from conformance.wire import ANTHROPIC
 
 SMALL_CONTEXT = 4096  # small haystacks keep the context probes fast
 
@@ -45,10 +46,10 @@ def spawned():
 
 @pytest.fixture
 def make_target():
-    """make_target(url, api=..., process=..., first_content=..., total=...) -> a probe Target."""
+    """make_target(url, wire=..., process=..., first_content=..., total=...) -> a probe Target."""
 
-    def make(url, *, api="anthropic", process=None, first_content=20.0, total=30.0) -> Target:
-        return Target(url, api=api, process=process,
+    def make(url, *, wire=ANTHROPIC, process=None, first_content=20.0, total=30.0) -> Target:
+        return Target(url, wire=wire, process=process,
                       deadlines=Deadlines(connect=3.0, first_content=first_content, total=total))
 
     return make

@@ -11,25 +11,32 @@ import time
 
 import pytest
 
+from conformance.checks.context import ADVERTISED_MATCHES, NEEDLE_DEPTH0, OVER_LIMIT_REFUSED
+from conformance.checks.load import CONCURRENCY_ACCEPTANCE
+from conformance.checks.reasoning import ANSWER_BEFORE_CAP, OUTPUT_CAP
 from conformance.engine.launch import serve_engine_in_thread, spawn_engine
 from conformance.net.transport import Deadlines
 from conformance.probes import context as context_probe
 from conformance.probes.common import Target, run_sync
 from conformance.probes.interference import interference_probe
-from conformance.probes.load import capture_items, concurrency_probe, loop_items
+from conformance.probes.limit import discover_limit
+from conformance.probes.load import concurrency_probe
 from conformance.probes.reasoning import default_cases, reasoning_probe
+from conformance.probes.sizing import ContextProbe
+from conformance.probes.workload import capture_items, loop_items
+from conformance.wire import ANTHROPIC
 
 FAULTS = ["(conformant)", "crash-under-concurrency", "context-truncated", "over-limit-not-refused",
           "advertised-context-wrong", "unbounded-reasoning", "output-cap", "hang", "hang-with-pings"]
 EXPECTED = {
-    "crash-under-concurrency": ("load", "load.concurrency_acceptance"),
-    "context-truncated": ("context", "context.needle_depth0"),
-    "over-limit-not-refused": ("context", "context.over_limit_refused"),
-    "advertised-context-wrong": ("context", "context.advertised_matches"),
-    "unbounded-reasoning": ("reasoning", "reasoning.answer_before_cap"),
-    "output-cap": ("reasoning", "reasoning.output_cap"),
-    "hang": ("load", "load.concurrency_acceptance"),
-    "hang-with-pings": ("load", "load.concurrency_acceptance"),
+    "crash-under-concurrency": ("load", CONCURRENCY_ACCEPTANCE),
+    "context-truncated": ("context", NEEDLE_DEPTH0),
+    "over-limit-not-refused": ("context", OVER_LIMIT_REFUSED),
+    "advertised-context-wrong": ("context", ADVERTISED_MATCHES),
+    "unbounded-reasoning": ("reasoning", ANSWER_BEFORE_CAP),
+    "output-cap": ("reasoning", OUTPUT_CAP),
+    "hang": ("load", CONCURRENCY_ACCEPTANCE),
+    "hang-with-pings": ("load", CONCURRENCY_ACCEPTANCE),
 }
 SPAWN = {"crash-under-concurrency", "hang", "hang-with-pings"}  # the process must exit / be killed
 # The crash needs requests that overlap: unpaced, the engine can finish each request before the
@@ -39,13 +46,13 @@ PACED = {"crash-under-concurrency": ("--prefill-rate", "20000", "--decode-rate",
 
 
 async def _load(t):
-    rep = await concurrency_probe(t, 4, items=capture_items(t)[:2] + loop_items(t.api)[:2])
+    rep = await concurrency_probe(t, 4, items=capture_items(t)[:2] + loop_items(t.wire)[:2])
     return [rep.acceptance()]
 
 
 async def _context(t):
-    info = await context_probe.discover_limit(t)
-    probe = context_probe.ContextProbe(t, info, refuse_within=2.0)
+    info = await discover_limit(t)
+    probe = ContextProbe(t, info, refuse_within=2.0)
     out = context_probe.needle_outcomes(await probe.needle_sweep((0.99,), (0.0, 0.5)), info)
     out.append(await context_probe.over_limit_outcome(probe))
     out.append(await context_probe.advertised_outcome(probe))
@@ -53,7 +60,7 @@ async def _context(t):
 
 
 async def _reasoning(t):
-    cases = default_cases("anthropic", max_tokens=2048, budget_tokens=1024)
+    cases = default_cases(ANTHROPIC, max_tokens=2048, budget_tokens=1024)
     return await reasoning_probe(t, [cases[2], cases[5], cases[6]])
 
 
@@ -109,5 +116,5 @@ def test_fault_probe_matrix():
             others = {c for p, ids in failed.items() for c in ids} - {check}
             single = [o for o in row["load"] if o.failed and "single request" in o.message]
             if single:
-                others.discard("load.concurrency_acceptance")
+                others.discard(CONCURRENCY_ACCEPTANCE)
             assert not others, (fault, others)

@@ -15,6 +15,7 @@ from conformance.engine.launch import serve_engine_in_thread
 from conformance.probes import progress
 from conformance.probes.common import Target
 from conformance.report.compare import compare, load_run, render_markdown
+from conformance.wire import ANTHROPIC
 
 PREFILL = 2000.0  # TTFT 0.13 s at 256 tokens: the timer noise of a shared machine stays small beside it
 
@@ -56,7 +57,7 @@ def test_a_point_measured_once_is_marked_seen_once():
     with serve_engine_in_thread() as url:
         from conformance.probes.phases import decode_figures
 
-        target = Target(url, api="anthropic", model="reference-model", salt="once")
+        target = Target(url, wire=ANTHROPIC, model="reference-model", salt="once")
         outcome = asyncio.run(decode_figures(target, concurrency=1, repeats=1, sink=lines.append))
     (point,) = outcome.details["points"]
     assert point["seen_once"] is True and point["repeats"] == 1
@@ -65,12 +66,13 @@ def test_a_point_measured_once_is_marked_seen_once():
 
 
 def test_context_and_interference_print_a_progress_line_per_level():
-    from conformance.probes.context import ContextProbe, discover_limit
     from conformance.probes.interference import interference_probe
+    from conformance.probes.limit import discover_limit
+    from conformance.probes.sizing import ContextProbe
 
     lines: list[str] = []
     with serve_engine_in_thread(max_context=4096) as url:
-        target = Target(url, api="anthropic", model="reference-model", salt="progress")
+        target = Target(url, wire=ANTHROPIC, model="reference-model", salt="progress")
 
         async def go():
             info = await discover_limit(target)

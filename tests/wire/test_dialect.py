@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.wire import ANTHROPIC, CHAT
+from conformance.wire import ANTHROPIC, CHAT, RESPONSES
 from conformance.wire.anthropic import grammar as anthropic
 from conformance.wire.chat import grammar as openai
 from conformance.wire.dialect import DIALECTS, dialect
@@ -46,3 +46,30 @@ def test_tool_calls_on_both_wires():
     assert calls[1].not_text == "dict" and calls[0].not_text is None
     assert "not an object" in calls[2].parse_error
     assert CHAT.anthropic_stop(o) == "tool_use" and ANTHROPIC.anthropic_stop(a) == "tool_use"
+
+
+def test_tool_definition_is_each_wires_shape():
+    schema = {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}
+    assert ANTHROPIC.tool_definition("Bash", "Run a command", schema) == {
+        "name": "Bash", "description": "Run a command", "input_schema": schema}
+    assert CHAT.tool_definition("bash", "Run a command", schema) == {
+        "type": "function", "function": {"name": "bash", "description": "Run a command", "parameters": schema}}
+    assert RESPONSES.tool_definition("exec_command", "Run a command", schema) == {
+        "type": "function", "name": "exec_command", "description": "Run a command", "parameters": schema}
+    for d in DIALECTS.values():  # what the wire writes, its own reader reads back
+        request = d.with_tools(d.one_turn_request("m", "s", "u", max_tokens=8, stream=False),
+                               [d.tool_definition("probe_tool", "d", schema)])
+        assert d.offered_tools(request) == {"probe_tool": schema}
+
+
+def test_reasoning_variants_are_the_clients_fields_on_each_wire():
+    anthropic_variants = ANTHROPIC.reasoning_variants(1024)
+    assert [name for name, _ in anthropic_variants] == [
+        "adaptive+effort=low", "adaptive+effort=medium", "adaptive+effort=high", "adaptive+effort=xhigh",
+        "adaptive+effort=max", "enabled+budget=1024"]
+    assert anthropic_variants[0][1] == {"thinking": {"type": "adaptive"}, "output_config": {"effort": "low"}}
+    assert ANTHROPIC.thinking_budget(anthropic_variants[-1][1]) == 1024, "the budget variant reads back"
+    assert CHAT.reasoning_variants(1024) == [(f"reasoning_effort={e}", {"reasoning_effort": e})
+                                             for e in ("low", "medium", "high")]
+    assert RESPONSES.reasoning_variants(1024)[2] == ("reasoning.effort=high", {"reasoning": {"effort": "high"}})
+    assert all(d.thinking_budget(fields) is None for d in (CHAT, RESPONSES) for _, fields in d.reasoning_variants(1))

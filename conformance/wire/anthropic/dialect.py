@@ -31,6 +31,7 @@ from conformance.wire.dialect import (
     text_of,
 )
 
+EFFORTS = ("low", "medium", "high", "xhigh", "max")  # output_config.effort levels Claude Code sends
 MIN_THINKING_BUDGET = 1024  # Messages API: budget_tokens >= 1024 and < max_tokens
 
 
@@ -219,6 +220,18 @@ class AnthropicDialect(Dialect):
             "messages": [{"role": "user", "content": [{"type": "text", "text": user_text}]}],
             "stream": stream,
         }
+
+    def tool_definition(self, name: str, description: str, schema: dict) -> dict:
+        return {"name": name, "description": description, "input_schema": schema}
+
+    def reasoning_variants(self, budget_tokens: int) -> list[tuple[str, dict]]:
+        """Claude Code's: adaptive thinking at each effort level; enabled thinking with a budget
+        (haiku-class models, opencode's title request)."""
+        variants = [(f"adaptive+effort={effort}", {"thinking": {"type": "adaptive"}, "output_config": {"effort": effort}})
+                    for effort in EFFORTS]
+        variants.append((f"enabled+budget={budget_tokens}",
+                         {"thinking": {"type": "enabled", "budget_tokens": budget_tokens}}))
+        return variants
 
 
 # Facts from the API reference (WIRE.md): stop_reason values and the cut ones (grammar.CUT_STOP_REASONS).

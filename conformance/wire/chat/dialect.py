@@ -28,6 +28,8 @@ from conformance.wire.dialect import (
     text_of,
 )
 
+EFFORTS = ("low", "medium", "high")  # reasoning_effort levels
+
 
 def _function_tool(tool: dict) -> tuple[str, dict | None] | None:
     """(name, parameters) of a chat-shaped tool `{function: {name, parameters}}`, else None."""
@@ -166,6 +168,13 @@ class ChatDialect(Dialect):
         if stream:
             body["stream_options"] = {"include_usage": True}
         return body
+
+    def tool_definition(self, name: str, description: str, schema: dict) -> dict:
+        return {"type": "function", "function": {"name": name, "description": description, "parameters": schema}}
+
+    def reasoning_variants(self, budget_tokens: int) -> list[tuple[str, dict]]:
+        """`reasoning_effort` at each level (the chat wire has no fixed budget)."""
+        return [(f"reasoning_effort={effort}", {"reasoning_effort": effort}) for effort in EFFORTS]
 
 
 # Facts from the API reference (WIRE.md): finish_reason values and the cut ones (grammar.CUT_FINISH_REASONS).

@@ -33,6 +33,7 @@ from conformance.wire.dialect import (
 )
 from conformance.wire.responses import grammar
 
+EFFORTS = ("low", "medium", "high")  # reasoning.effort levels
 _RESPONSES_TOOL_ITEMS = ("function_call", "custom_tool_call")
 _OUTPUT_ITEMS = ("function_call_output", "custom_tool_call_output")
 _MODEL_SIDE_ITEMS = ("reasoning", *_RESPONSES_TOOL_ITEMS, *_OUTPUT_ITEMS)
@@ -316,6 +317,13 @@ class ResponsesDialect(Dialect):
             "stream": stream,
             "store": False,
         }
+
+    def tool_definition(self, name: str, description: str, schema: dict) -> dict:
+        return {"type": "function", "name": name, "description": description, "parameters": schema}
+
+    def reasoning_variants(self, budget_tokens: int) -> list[tuple[str, dict]]:
+        """`reasoning.effort` at each level (the Responses wire has no fixed budget)."""
+        return [(f"reasoning.effort={effort}", {"reasoning": {"effort": effort}}) for effort in EFFORTS]
 
 
 # OpenAI Responses API reference: Response.status, incomplete_details.reason (max_output_tokens,

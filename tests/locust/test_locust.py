@@ -13,10 +13,15 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
 import pytest
+
+from conformance.core.results import read_results
+from conformance.engine.launch import spawn_engine
+from conformance.locust.judge import exchange_record, judge, loop_workload, raw_exchange, run_loop, workload
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "conformance"
@@ -59,25 +64,12 @@ def _merge(report_dir: Path) -> subprocess.CompletedProcess:
 
 
 def _read(resp, start: float) -> list[tuple[float, bytes]]:
-    import time
-
     return [(time.monotonic() - start, data) for data in resp.iter_raw()]
 
 
 def _single_process(url: str, cases: set[str]) -> dict[str, set[str]]:
     """The same requests and scenarios, one at a time, through the same judge and driver, sent with
     httpx: case -> failing check ids (only the cases the Locust run reached)."""
-    import time
-
-    from conformance.locust.judge import (
-        exchange_record,
-        judge,
-        loop_workload,
-        raw_exchange,
-        run_loop,
-        workload,
-    )
-
     out = {}
     with httpx.Client(timeout=60) as client:
         for work in workload():
@@ -102,8 +94,6 @@ def _single_process(url: str, cases: set[str]) -> dict[str, set[str]]:
 
 
 def _merged(report_dir: Path) -> dict[str, set[str]]:
-    from conformance.core.results import read_results
-
     out: dict[str, set[str]] = {}
     for r in read_results(report_dir / "results"):
         out.setdefault(r.case, set())
@@ -114,10 +104,6 @@ def _merged(report_dir: Path) -> dict[str, set[str]]:
 
 @pytest.mark.slow
 def test_master_and_two_local_workers_replay_captures_and_loops_and_merge_into_the_usual_reports(tmp_path):
-    from conformance.core.results import read_results
-    from conformance.engine.launch import spawn_engine
-    from conformance.locust.judge import loop_workload
-
     with spawn_engine() as engine:
         proc = _locust(engine.url, tmp_path, seconds=10)
         assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-2000:])
@@ -142,8 +128,6 @@ def test_master_and_two_local_workers_replay_captures_and_loops_and_merge_into_t
 
 @pytest.mark.slow
 def test_a_violation_is_a_locust_failure_named_by_its_check_id(tmp_path):
-    from conformance.engine.launch import spawn_engine
-
     with spawn_engine("--fault", "stop-sequence-missing") as engine:
         proc = _locust(engine.url, tmp_path, seconds=6)
     assert proc.returncode == 1, "Locust exits 1 when requests failed"

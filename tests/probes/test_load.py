@@ -1,18 +1,49 @@
-"""Concurrency acceptance against the reference engine: passes conformant, catches crash and hangs."""
+"""Concurrency acceptance (conformance.probes.load): levels and classification without a server;
+against the reference engine it passes conformant and catches crash and hangs."""
 
 from __future__ import annotations
 
 import time
 
+import pytest
+
+from conformance.checks.load import CONCURRENCY_ACCEPTANCE
+from conformance.core import registry
+from conformance.net.transport import RawExchange
 from conformance.probes.common import run_sync
-from conformance.probes.interference import interference_probe
-from conformance.probes.load import capture_items, concurrency_probe, loop_items, scenario_items
+from conformance.probes.load import classify, concurrency_probe, ramp_levels
+from conformance.probes.workload import capture_items, loop_items, scenario_items
+
+
+def test_ramp_levels_double_up_to_n():
+    assert ramp_levels(1) == [1]
+    assert ramp_levels(4) == [1, 2, 4]
+    assert ramp_levels(6) == [1, 2, 4, 6]
+    with pytest.raises(ValueError, match="at least 1"):
+        ramp_levels(0)
+
+
+def _raw(status=200, error_kind=None):
+    return RawExchange("POST", "http://x/v1/messages", {}, b"", status=status, error_kind=error_kind)
+
+
+def test_classify_names_what_broke():
+    assert classify(_raw(), []) is None
+    assert classify(_raw(500), []) == "5xx"
+    assert classify(_raw(429), []) == "4xx refusal"
+    assert classify(_raw(None, "connect"), []) == "connection refused"
+    assert classify(_raw(200, "read"), []) == "dropped stream"
+    assert classify(_raw(200, "deadline_total"), []) == "deadline exceeded (hang)"
+    grammar = registry.violation("anthropic.stream.block_index", "x")
+    assert classify(_raw(), [grammar]) == "malformed events"
+    incomplete = registry.violation("anthropic.stream.complete", "x")
+    assert classify(_raw(), [incomplete]) == "dropped stream"
 
 
 def test_conformant_engine_passes_the_ramp_with_figures_per_level(engine, make_target):
     t = make_target(engine(max_context=131072))
     # a slice of the default workload (captured requests + whole agent loops) keeps it fast
-    items = capture_items(t)[:2] + loop_items(t.api)[:2]
+    items = capture_items(t)[:2] + loop_items(t.wire)[:2]
     assert len(items) == 4 and items[-1].scenario is not None
     rep = run_sync(concurrency_probe(t, 4, items=items))
     acc, thr = rep.acceptance(), rep.throughput()
@@ -34,7 +65,7 @@ def test_crash_under_concurrency_breaks_at_the_level_past_the_limit_and_names_th
     assert rep.broke_at == 4, acc.message
     assert [s.level for s in rep.levels if s.ok] == [1, 2]
     assert "at concurrency 4" in acc.message and "the engine process is gone" in acc.message
-    assert acc.violations[0].check_id == "load.concurrency_acceptance"
+    assert acc.violations[0].check_id == CONCURRENCY_ACCEPTANCE
     assert set(acc.details["what_broke"]) <= {"dropped stream", "connection refused", "5xx"}
     assert time.monotonic() - t0 < 30
     # once dead, the next probe fails at once instead of waiting on deadlines
@@ -59,22 +90,6 @@ def test_hang_with_pings_fails_on_the_total_deadline(spawned, make_target):
     acc = run_sync(concurrency_probe(t, 2)).acceptance()
     assert acc.outcome == "failed"
     assert "suite.deadline.total" in {v.check_id for v in acc.violations}
-
-
-def test_interference_reports_ratios_on_the_conformant_engine(engine, make_target):
-    t = make_target(engine())
-    inter, par = run_sync(interference_probe(t, short_count=3, parallel_long=2))
-    assert inter.outcome == "info", inter.message
-    assert inter.details["short_latency_ratio"] is not None and inter.details["short_throughput_ratio"] is not None
-    assert abs(inter.details["long_tokens"] - 2048) <= 0.02 * 2048, "the long prompt is sized from the target's counts"
-    assert par.outcome == "passed", par.message
-
-
-def test_several_long_requests_at_once_kill_the_crashing_engine(spawned, make_target):
-    ep = spawned("crash-under-concurrency")
-    t = make_target(ep.url, process=ep)
-    _, par = run_sync(interference_probe(t, short_count=2, parallel_long=4))
-    assert par.outcome == "failed" and "long-context requests at once failed" in par.message
 
 
 # ----------------------------------------------------------------------------- the client's own ceiling

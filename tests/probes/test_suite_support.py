@@ -1,13 +1,17 @@
-"""The probes as users run them: `pytest --target=URL -m context|load` with the plugin's options."""
+"""The probes as users run them (conformance.probes.suite_support): `pytest --target=URL
+-m context|load` with the plugin's options, and the wire they speak."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 
 import pytest
 
 from conformance.core.results import read_results
+from conformance.probes.suite_support import served_wire
+from conformance.wire import ANTHROPIC, CHAT, RESPONSES
 
 
 def _pytest(tmp_path, url, *args, timeout=120):
@@ -56,8 +60,6 @@ def test_repeat_refuses_rerun_plugins(engine, tmp_path):
 
 def test_a_load_run_puts_the_client_limited_flag_per_level_in_junit(engine, tmp_path):
     """What the load probe knows of its own ceiling reaches the JUnit report as properties."""
-    import xml.etree.ElementTree as ET
-
     url = engine(max_context=200_000)  # the captured prompts fit (the context probes' 4096 would refuse them)
     r = _pytest(tmp_path, url, "-m", "load", "-k", "concurrency_at_n", "--conformance-concurrency=2",
                 f"--junitxml={tmp_path / 'junit.xml'}")
@@ -66,3 +68,29 @@ def test_a_load_run_puts_the_client_limited_flag_per_level_in_junit(engine, tmp_
     assert props.get("load_client_limited_levels") == "none", props
     assert props.get("load_c2_client_limited") == "no", props
     assert "load_c2_client_loop_lag_p95_ms" in props
+
+
+class _Session:
+    def __init__(self, *served):
+        self.served = {w.name for w in served}
+        self.asked: list[str] = []
+
+    def serves(self, api: str) -> bool:
+        self.asked.append(api)
+        return api in self.served
+
+
+class _Settings:
+    def __init__(self, api="auto"):
+        self.api = api
+
+
+def test_the_probes_speak_the_first_served_wire_responses_included():
+    assert served_wire(_Session(ANTHROPIC, CHAT, RESPONSES), _Settings()) is ANTHROPIC
+    assert served_wire(_Session(CHAT, RESPONSES), _Settings()) is CHAT
+    only_responses = _Session(RESPONSES)
+    assert served_wire(only_responses, _Settings()) is RESPONSES
+    assert only_responses.asked == ["anthropic", "openai", "responses"]
+    assert served_wire(_Session(), _Settings()) is CHAT, "a target that serves none is probed on OpenAI chat"
+    named = _Session(ANTHROPIC)
+    assert served_wire(named, _Settings("responses")) is RESPONSES and named.asked == [], "the option is not probed"
