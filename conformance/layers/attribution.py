@@ -367,21 +367,21 @@ def attribute_context(ctx, engine_url: str | None = None) -> list[Attribution]:
         if getattr(sent, "expect_error", False) and sent.raw.status is not None:
             # A deliberately invalid request: a refusal is right, so both sides are judged by the
             # error-answer rule (a 400 from the engine is a pass there, not "request refused").
-            wrong = check_error_answer(sent.raw, sent.api)
+            wrong = check_error_answer(sent.raw, sent.wire.name)
             if not any(v.is_error for v in wrong):
                 continue
-            out.append(attribute(sent.request, wrong, engine_url, api=sent.api, expect_model=expect,
+            out.append(attribute(sent.request, wrong, engine_url, api=sent.wire.name, expect_model=expect,
                                  client_path=urlsplit(sent.raw.url).path, deadlines=ctx.settings.deadlines,
                                  judge=lambda raw, body, api: check_error_answer(raw, api)))
             continue
-        verdict = check_exchange(sent.raw, sent.request, wire=sent.api, expect_model=expect)
+        verdict = check_exchange(sent.raw, sent.request, wire=sent.wire, expect_model=expect)
         if verdict.ok:
             continue
-        out.append(attribute(sent.request, verdict, engine_url, api=sent.api, expect_model=expect,
+        out.append(attribute(sent.request, verdict, engine_url, api=sent.wire.name, expect_model=expect,
                              client_path=urlsplit(sent.raw.url).path, deadlines=ctx.settings.deadlines))
     if not out and ctx.exchanges:
         last = ctx.exchanges[-1]
-        out.append(attribute(last.request, ctx.errors, engine_url, api=last.api,
+        out.append(attribute(last.request, ctx.errors, engine_url, api=last.wire.name,
                              expect_model=ctx.settings.served_model((last.request or {}).get("model")),
                              client_path=urlsplit(last.raw.url).path, deadlines=ctx.settings.deadlines))
     if not out:

@@ -171,7 +171,7 @@ def replay(engine_url: str, path: str, body: dict, *, deadlines: Deadlines = REP
     from conformance.net.client import serialize
     from conformance.net.target import Target
 
-    return Target(engine_url, api_key, deadlines).send_sync(judge_api(path), path, serialize(body))
+    return Target(engine_url, api_key, deadlines).send_sync(path_dialect(path), path, serialize(body))
 
 
 def accumulate(raw: RawExchange, request: dict, api: str) -> dict | None:

@@ -89,7 +89,7 @@ class Target:
         return self.net.url(self.dialect.generation_path)
 
     def headers(self) -> dict[str, str]:
-        return self.net.headers(self.api)
+        return self.net.headers(self.dialect)
 
     def process_exit(self) -> int | None:
         proc = getattr(self.process, "proc", self.process)
@@ -122,7 +122,7 @@ def salt_body(body: dict[str, Any], api: str, salt: str) -> dict[str, Any]:
     """A copy of `body` with the run token at the start of its system prompt (the suite's salting)."""
     if not salt:
         return copy.deepcopy(body)
-    return salted(body, api, salt)
+    return salted(body, dialect(api), salt)
 
 
 async def send(
@@ -137,7 +137,7 @@ async def send(
     """Send `body` (re-serialised as the clients do) through the one sender. Only a streamed
     request waits for the Dialect's content-started predicate; otherwise the first byte counts."""
     return await target.net.send(
-        target.api,
+        target.dialect,
         path or target.dialect.generation_path,
         serialize(body) if method != "GET" else b"",
         method=method,

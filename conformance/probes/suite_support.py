@@ -20,6 +20,7 @@ import pytest
 
 from conformance.probes import repeat as repeat_probe
 from conformance.probes.common import ProbeOutcome, Target, new_salt, run_sync
+from conformance.wire.dialect import dialect
 
 DEFAULT_CONCURRENCY = 4
 
@@ -45,7 +46,7 @@ def target_for(session, settings, ctx=None) -> Target:
         ctx.fail_target_down()  # records suite.target.reachable and raises: no deadline spent
     api = settings.api
     if api == "auto":
-        api = "anthropic" if session.serves("anthropic") else "openai"
+        api = "anthropic" if session.serves(dialect("anthropic")) else "openai"
     model = session.model_for(None, settings) or "default"
     return Target(settings.target or "", api=api, model=model, api_key=settings.api_key,
                   deadlines=settings.deadlines, salt=(settings.run_token or new_salt()))

@@ -29,6 +29,7 @@ from conformance.net.client import serialize
 from conformance.report.text import ConformanceFailure
 from conformance.suite.config import SuiteConfig
 from conformance.suite.session import Sent, SuiteSession
+from conformance.wire.dialect import Dialect, dialect
 
 
 def test_key(item) -> str:
@@ -75,18 +76,20 @@ class CheckContext:
         return self.key.replace("::", "/")
 
     # ------------------------------------------------------------------ sending and judging
-    def send(self, api: str, path: str, request: dict | bytes, *, captured_headers: dict | None = None,
+    def send(self, api: str | Dialect, path: str, request: dict | bytes, *, captured_headers: dict | None = None,
              query: str = "", note: str = "", body: bytes | None = None, expect_error: bool = False) -> Sent:
-        """Send `request` (dict re-serialised as the clients do, or `body` bytes verbatim)."""
+        """Send `request` (dict re-serialised as the clients do, or `body` bytes verbatim) on the
+        wire `api` names (a user's name is converted here, once)."""
+        wire = dialect(api)
         data = body if body is not None else (request if isinstance(request, bytes) else serialize(request))
-        raw = self.session.send(api, path, data, captured_headers=captured_headers, query=query,
+        raw = self.session.send(wire, path, data, captured_headers=captured_headers, query=query,
                                 deadlines=self.settings.deadlines, label=f"{self.key} {note}".strip())
-        sent = Sent(api, path, request if isinstance(request, dict) else {}, raw, note, expect_error)
+        sent = Sent(wire, path, request if isinstance(request, dict) else {}, raw, note, expect_error)
         self.exchanges.append(sent)
         return sent
 
     def judge(self, sent: Sent, *, expect_model: str | None = None, turn: int | None = None) -> ExchangeVerdict:
-        verdict = check_exchange(sent.raw, sent.request, wire=sent.api, expect_model=expect_model, turn=turn)
+        verdict = check_exchange(sent.raw, sent.request, wire=sent.wire, expect_model=expect_model, turn=turn)
         self.add_verdict(verdict, turn=turn)
         if verdict.answered_model and not self.model:
             self.model = verdict.answered_model

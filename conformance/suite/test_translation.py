@@ -19,6 +19,7 @@ import pytest
 
 from conformance.checks import translation as translation_checks
 from conformance.suite import cases
+from conformance.wire.dialect import dialect
 
 pytestmark = pytest.mark.translation
 
@@ -37,7 +38,7 @@ def pytest_generate_tests(metafunc):
     params, ids = [(p, None) for p in probes], list(probes)
     caps, _ = cases.all_cases(metafunc.config) if metafunc.config.getoption("conformance_target", None) else ([], "")
     for c in caps:
-        if cases.capture_api(c) in CAPTURE_APIS:
+        if (wire := cases.capture_wire(c)) is not None and wire.name in CAPTURE_APIS:
             params.append(("capture", c))
             ids.append(cases.capture_key(c, caps))  # client/case: the release is a property
     metafunc.parametrize("translation_case", params, ids=ids)
@@ -54,16 +55,16 @@ def test_translation(translation_case, conformance_ctx):
     injection = kind == "injection"
     if injection and not ctx.settings.option("injection_route"):
         pytest.skip("the injection-route check is opt-in: pass --conformance-injection-route for a router that claims one")
-    api = cases.capture_api(capture) if capture is not None else CLIENT.name
+    api = cases.capture_wire(capture).name if capture is not None else CLIENT.name
     ctx.api = api
-    cases.require_api(ctx, api)
+    cases.require_wire(ctx, dialect(api))
     if capture is not None:
         ctx.for_capture(capture)
         # An Anthropic capture: its first request. A Responses (Codex, store false) capture: its
         # last, whose input holds every item the earlier turns made (reasoning, calls, outputs).
         mains = capture.main_exchanges()
         chosen = mains[-1] if api == translation_checks.RESPONSES.name else mains[0]
-        body, _ = cases.prepared_body(ctx, chosen)
+        body = cases.prepared(ctx, chosen).body
         path, query, headers = chosen.request.path, chosen.request.query, chosen.request.headers
     else:
         body = probe_requests(ctx.session.model_for(None, ctx.settings) or "", injection=injection)[kind]

@@ -601,9 +601,12 @@ class Dialect:
         return copy.deepcopy(request)
 
     def with_stream(self, request: dict, stream: bool) -> dict:
-        """The request asking for a streamed answer or a whole one."""
+        """The request asking for a streamed answer or a whole one (without `stream_options`,
+        which chat and Responses accept only on a streamed request)."""
         out = copy.deepcopy(request)
         out["stream"] = stream
+        if not stream:
+            out.pop("stream_options", None)
         return out
 
     def with_stop_sequences(self, request: dict, stops: list[str]) -> dict:

@@ -140,13 +140,6 @@ class ChatDialect(Dialect):
         out["tool_choice"] = {"type": "function", "function": {"name": name}} if name else "required"
         return out
 
-    def with_stream(self, request: dict, stream: bool) -> dict:
-        """`stream_options` is valid only on a streamed request: a whole answer goes without it."""
-        out = super().with_stream(request, stream)
-        if not stream:
-            out.pop("stream_options", None)
-        return out
-
     def salted(self, request: dict, prefix: str) -> dict:
         body = copy.deepcopy(request)
         messages = body.get("messages") or []
