@@ -34,7 +34,7 @@ from conformance.report.html import write_html
 from conformance.report.summary import write_summary
 from conformance.report.text import ConformanceFailure
 from conformance.suite.cases import all_cases, capture_wire, not_served_reason
-from conformance.suite.check_context import test_key
+from conformance.suite.check_context import CheckContext, test_key
 from conformance.suite.config import ConfigError, SuiteConfig, cli_layer, raw_options
 from conformance.suite.session import SuiteSession
 
@@ -151,6 +151,11 @@ def settings_for(node, session: SuiteSession, overrides: dict | None) -> SuiteCo
     except ConfigError as exc:
         pytest.fail(f"conformance settings of {node.nodeid}: {exc}", pytrace=False)
     return resolved.replace(run_token=session.config.run_token, raw_options=session.config.raw_options)
+
+
+def context_for(node, session: SuiteSession, settings: SuiteConfig) -> CheckContext:
+    """The CheckContext of one test (the `conformance_ctx` fixture)."""
+    return CheckContext(node, session, settings)
 
 
 # ----------------------------------------------------------------------------- reports and gate
