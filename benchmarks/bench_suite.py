@@ -47,7 +47,7 @@ def corpus(arg: str | None) -> Path:
             return bundled
     except FileNotFoundError:
         pass
-    return ROOT / "tests" / "plugin" / "data"
+    return ROOT / "tests" / "suite" / "data"
 
 
 def requests_of(root: Path):
@@ -115,7 +115,7 @@ def under_pytest(url: str, root: Path) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--captures", help="captures folder (default: bundled captured/, else tests/plugin/data)")
+    ap.add_argument("--captures", help="captures folder (default: bundled captured/, else tests/suite/data)")
     ap.add_argument("--rounds", type=int, default=3, help="replays of the corpus per measurement")
     ap.add_argument("--no-pytest", action="store_true", help="leave out the pytest subprocess figure")
     args = ap.parse_args()

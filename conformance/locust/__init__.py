@@ -16,5 +16,5 @@ Rules:
 - Multi-core is Locust's own: `--processes N` forks N local workers; several machines are
   Locust's `--master` / `--worker --master-host`. There is no second worker mechanism here.
 - Nothing in the plugin, the CLI or the default run imports this package, locust or gevent
-  (tests/probes/test_locust.py asserts it): gevent monkey-patches the standard library.
+  (tests/locust/test_locust.py asserts it): gevent monkey-patches the standard library.
 """

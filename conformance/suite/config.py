@@ -72,12 +72,6 @@ class SuiteConfig:
             return None
         return self.model_map.get(sent, sent)
 
-    def sent_model(self, captured: str | None) -> str | None:
-        """The model name the suite sends for a captured request (before /v1/models fallback)."""
-        if self.model:
-            return self.model
-        return captured
-
     @classmethod
     def resolve(cls, *layers: dict[str, Any]) -> SuiteConfig:
         """Later layers win; None values are 'not set'. Call as resolve(fixture, cli, marker)."""
