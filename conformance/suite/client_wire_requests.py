@@ -8,8 +8,9 @@ Rules:
   another release still gets these tests.
 - `isolated(ctx, exchange, wire, *keep)` is the captured request as the suite sends it
   (`conformance.suite.cases.prepared`: the served model, the run salt) without the new shapes
-  another test owns (SHAPES: `thinking.display`, mid-conversation system entries, an output cap
-  over ISOLATED_MAX_TOKENS), so a stack that refuses one shape fails that shape's id alone. The
+  another test owns (`keep` names the test's own: "display" for `thinking.display`,
+  "system_entries" for mid-conversation system entries, "max_tokens" for an output cap over
+  ISOLATED_MAX_TOKENS), so a stack that refuses one shape fails that shape's id alone. The
   output cap goes through `with_output_cap`, which keeps a thinking budget below it (a budget
   at or above max_tokens is a request a conformant engine rightly refuses).
 - A forced tool choice goes with thinking off (`forcing`, then `without_thinking`: the Messages
@@ -43,8 +44,6 @@ PARALLEL_PROMPT = ("Read the files left.txt and right.txt (both at once), then w
 # its suffix different per conversation.
 BILLING = "x-anthropic-billing-header:"
 READ_TOOLS = ("read", "read_file", "view")
-# The new shapes each test owns; every other test sends the captured request without them.
-SHAPES = ("display", "system_entries", "max_tokens")
 ISOLATED_MAX_TOKENS = 4096  # fits beside any captured prompt in a 32k context
 # What a conversation that used the API's server tools replays before the client's own tool call:
 # an encrypted thinking block, a server tool call and its result.
