@@ -144,7 +144,7 @@ def has_billing_and_tool_result(wire: Dialect, body: dict) -> bool:
 
 # ---- the requests ---------------------------------------------------------------------------
 def isolated(ctx, exchange: Exchange, wire: Dialect, *keep: str) -> dict:
-    """The captured request as sent, without the SHAPES other tests own (see module rules)."""
+    """The captured request as sent, without the shapes other tests own (see module rules)."""
     body = prepared(ctx, exchange).body
     if "display" not in keep:
         body = wire.without_thinking_display(body)
