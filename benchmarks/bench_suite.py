@@ -47,7 +47,7 @@ def corpus(arg: str | None) -> Path:
             return bundled
     except FileNotFoundError:
         pass
-    return ROOT / "tests" / "plugin" / "data"
+    return ROOT / "tests" / "suite" / "data"
 
 
 def requests_of(root: Path):
@@ -60,13 +60,14 @@ def requests_of(root: Path):
 
 def bare(url: str, root: Path, rounds: int) -> tuple[float, int]:
     from conformance.net.client import headers_for
+    from conformance.wire import dialect_for_path
 
     n = 0
     start = time.perf_counter()
     with httpx.Client(timeout=120) as client:
         for _ in range(rounds):
             for _, ex in requests_of(root):
-                headers = headers_for(ex.request.api, None, ex.request.headers)
+                headers = headers_for(dialect_for_path(ex.request.path), None, ex.request.headers)
                 with client.stream("POST", url + ex.request.url_path, headers=headers,
                                    content=ex.request.body_bytes()) as resp:
                     for _ in resp.iter_raw():
@@ -79,13 +80,14 @@ def judged(url: str, root: Path, rounds: int) -> tuple[float, int]:
     from conformance.checks.exchange import check_exchange
     from conformance.suite.config import SuiteConfig
     from conformance.suite.session import SuiteSession
+    from conformance.wire import dialect_for_path
 
     session = SuiteSession(SuiteConfig(target=url, report_dir=Path(tempfile.mkdtemp())))
     n = bad = 0
     start = time.perf_counter()
     for _ in range(rounds):
         for _, ex in requests_of(root):
-            raw = session.send(ex.request.api, ex.request.path, ex.request.body_bytes(),
+            raw = session.send(dialect_for_path(ex.request.path), ex.request.path, ex.request.body_bytes(),
                                captured_headers=ex.request.headers, query=ex.request.query)
             verdict = check_exchange(raw, ex.request.body or {}, wire=ex.request.api)
             bad += not verdict.ok
@@ -113,7 +115,7 @@ def under_pytest(url: str, root: Path) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--captures", help="captures folder (default: bundled captured/, else tests/plugin/data)")
+    ap.add_argument("--captures", help="captures folder (default: bundled captured/, else tests/suite/data)")
     ap.add_argument("--rounds", type=int, default=3, help="replays of the corpus per measurement")
     ap.add_argument("--no-pytest", action="store_true", help="leave out the pytest subprocess figure")
     args = ap.parse_args()

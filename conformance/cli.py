@@ -1,12 +1,14 @@
 """The `conformance` command: a thin dispatcher over subcommand modules.
 
 Rules:
-- Each subcommand lives in `conformance/commands/<name>.py` and defines `NAME`, `HELP`,
-  `add_arguments(parser)` and `run(args) -> int`. This file discovers them; it holds no logic.
+- Each subcommand lives in `conformance/commands/<module>.py` and defines `NAME` (the module's
+  name, `-` for `_`), `HELP`, `add_arguments(parser)` and `run(args) -> int`. This file discovers
+  them; it holds no logic.
 - Exit codes: 0 success, 1 conformance failures found, 2 bad usage or unreadable input (with a
   message that says what, why and how to fix). Unexpected exceptions are not swallowed.
-- Subcommand modules import heavy things (SDKs, servers) inside `run`, so `conformance --help`
-  stays fast.
+- Subcommand modules import what they use at module top, like every module. A command line that
+  names a subcommand loads that subcommand's module alone (`conformance engine`, which the tests
+  spawn, loads no judge module); `conformance --help` and an unknown name load them all.
 """
 
 from __future__ import annotations
@@ -16,24 +18,27 @@ import importlib
 import pkgutil
 import sys
 
+import conformance.commands
 from conformance import __version__
 
 
-def _commands() -> list:
-    import conformance.commands as pkg
-
-    mods = [importlib.import_module(f"conformance.commands.{m.name}") for m in pkgutil.iter_modules(pkg.__path__)]
+def _commands(name: str | None = None) -> list:
+    """The subcommand modules: the one `name` names, else all of them."""
+    found = [m.name for m in pkgutil.iter_modules(conformance.commands.__path__)]
+    own = name.replace("-", "_") if name else None
+    mods = [importlib.import_module(f"conformance.commands.{m}") for m in ([own] if own in found else found)]
     return sorted((m for m in mods if hasattr(m, "NAME")), key=lambda m: m.NAME)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every subcommand, or of the one `command` names."""
     parser = argparse.ArgumentParser(
         prog="conformance",
         description="Agent-loop conformance suite for LLM serving stacks (routers and engines).",
     )
     parser.add_argument("--version", action="version", version=f"conformance {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for mod in _commands():
+    for mod in _commands(command):
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=getattr(mod, "DESCRIPTION", mod.HELP))
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
@@ -41,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(next((a for a in argv if not a.startswith("-")), None))
     # `conformance run` hands everything it does not know to pytest, so it parses its own args.
     args, extra = parser.parse_known_args(argv)
     if not getattr(args, "command", None):

@@ -1,8 +1,12 @@
 """pytest11 entry point of conformance (the option group, markers, fixtures and hooks).
 
 Rules: inert unless `--target` (or CONFORMANCE_TARGET) is given; hooks are a few lines that
-delegate to the session object in `conformance.suite`; SDKs are imported lazily; state lives in
-`config.stash`. Options other than --target start with --conformance- (docs/contracts/options.md).
+delegate to the session object in `conformance.suite`; state lives in `config.stash`. Options
+other than --target start with --conformance- (docs/contracts/options.md).
+
+- Every pytest run in an environment with conformance installed loads this entry point, so it
+  imports only pytest at module level: the suite (`conformance.suite.hooks` and what it loads,
+  the judge and the reports) is imported inside the hooks, when pytest configures a run.
 
 - With a target and no test paths on the command line, the bundled suite (`conformance/suite/`)
   is what gets collected, from any directory.
@@ -16,6 +20,7 @@ delegate to the session object in `conformance.suite`; SDKs are imported lazily;
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -36,10 +41,10 @@ MARKERS = {
 }
 
 _SESSION = pytest.StashKey[object]()
-# The option choices, kept equal to conformance.suite.config's APIS / CLIENTS by a test (imported
-# lazily there: loading the plugin must not load the suite for every pytest run).
+# The option choices, kept equal to conformance.suite.config's APIS / CLIENTS (the registered wires
+# and client profiles) by a test: loading the plugin must not load the suite for every pytest run.
 APIS = ("auto", "anthropic", "openai", "responses")
-CLIENTS = ("all", "claude-code", "opencode", "codex")
+CLIENTS = ("all", "claude-code", "codex", "opencode")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -97,60 +102,58 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     # ---- end of options owned by other areas ----
 
 
+def _hooks():
+    """`conformance.suite.hooks`, imported when a run needs the suite (module rules: not with the
+    entry point, which every pytest run loads)."""
+    from conformance.suite import hooks
+
+    return hooks
+
+
 def pytest_configure(config: pytest.Config) -> None:
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
-    from conformance.suite import hooks
-
-    hooks.configure(config, _SESSION, SUITE_DIR)
+    if config.getoption("conformance_target", None) or os.environ.get("CONFORMANCE_TARGET"):
+        _hooks().configure(config, _SESSION, SUITE_DIR)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node) -> None:  # pytest-xdist: share the run token with workers
-    from conformance.suite import hooks
-
-    hooks.configure_node(node, _SESSION)
+    if _SESSION in node.config.stash:
+        _hooks().configure_node(node, _SESSION)
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     if _SESSION in session.config.stash:
-        from conformance.suite import hooks
-
-        hooks.sessionstart(session, session.config.stash[_SESSION])
+        _hooks().sessionstart(session, session.config.stash[_SESSION])
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    from conformance.suite import hooks
-
+    if _SESSION not in config.stash:
+        return
     # The translation diff needs the engine behind the router: without its URL those tests are
     # left out (deselected, not skipped), like the other opt-in areas.
     needs_engine = () if config.getoption("conformance_engine_url", None) else ("translation",)
-    hooks.deselect_opt_in(config, items, SUITE_DIR, OPT_IN_MARKERS + needs_engine)
+    _hooks().deselect_opt_in(config, items, SUITE_DIR, OPT_IN_MARKERS + needs_engine)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
     if call.when == "call" and _SESSION in item.config.stash:
-        from conformance.suite import hooks
-
-        hooks.on_call_report(item, call, report, item.config.stash[_SESSION])
+        _hooks().on_call_report(item, call, report, item.config.stash[_SESSION])
     return report
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if _SESSION in session.config.stash:
-        from conformance.suite import hooks
-
-        hooks.finish(session, session.config.stash[_SESSION])
+        _hooks().finish(session, session.config.stash[_SESSION])
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
     if _SESSION in config.stash:
-        from conformance.suite import hooks
-
-        hooks.terminal_summary(terminalreporter, config.stash[_SESSION])
+        _hooks().terminal_summary(terminalreporter, config.stash[_SESSION])
 
 
 # ----------------------------------------------------------------------------- fixtures
@@ -173,16 +176,12 @@ def conformance_overrides() -> dict:
 @pytest.fixture
 def conformance_settings(request: pytest.FixtureRequest, conformance_session, conformance_overrides):
     """The SuiteConfig for this test: marker > command line > conformance_overrides > default."""
-    from conformance.suite.hooks import settings_for
-
-    return settings_for(request.node, conformance_session, conformance_overrides)
+    return _hooks().settings_for(request.node, conformance_session, conformance_overrides)
 
 
 @pytest.fixture
 def conformance_ctx(request: pytest.FixtureRequest, conformance_session, conformance_settings):
     """A CheckContext for one test: send, judge, record outcomes, and fail with a failure folder."""
-    from conformance.suite.check_context import CheckContext
-
-    ctx = CheckContext(request.node, conformance_session, conformance_settings)
+    ctx = _hooks().context_for(request.node, conformance_session, conformance_settings)
     yield ctx
     ctx.flush()

@@ -7,6 +7,8 @@ the release it was measured on is kept in its `client_versions` (conformance.rep
 
 from __future__ import annotations
 
+from conformance.report.baseline import BaselineError, migrate
+
 NAME = "baseline"
 HELP = "baseline files: `migrate` re-keys a baseline written with client releases in its test keys"
 
@@ -17,8 +19,6 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from conformance.report.baseline import BaselineError, migrate
-
     status = 0
     for name in args.files:
         try:

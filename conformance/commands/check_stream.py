@@ -15,8 +15,11 @@ Rules:
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 
+from conformance.report.text import format_violation
 from conformance.wire.dialect import DIALECTS, dialect
 
 NAME = "check-stream"
@@ -42,11 +45,6 @@ def _fail(msg: str) -> int:
 
 
 def run(args) -> int:
-    import json
-    from pathlib import Path
-
-    from conformance.report.text import format_violation
-
     try:
         body = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
     except OSError as exc:

@@ -6,6 +6,18 @@ until SIGINT/SIGTERM and then stops cleanly (exit 0). Bad arguments exit 2 with 
 
 from __future__ import annotations
 
+import asyncio
+import signal
+import sys
+
+from aiohttp import web
+
+from conformance.engine import faults as fault_modes
+from conformance.engine import variations as variation_modes
+from conformance.engine.scenarios import EngineScenarioError
+from conformance.engine.server import build_app
+from conformance.engine.state import DEFAULT_MAX_CONTEXT, DEFAULT_MODEL, EngineConfig
+
 NAME = "engine"
 HELP = "run the reference engine (scripted, deterministic LLM server) with optional faults and variations"
 DESCRIPTION = (
@@ -34,18 +46,6 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    import asyncio
-    import signal
-    import sys
-
-    from aiohttp import web
-
-    from conformance.engine import faults as fault_modes
-    from conformance.engine import variations as variation_modes
-    from conformance.engine.scenarios import EngineScenarioError
-    from conformance.engine.server import build_app
-    from conformance.engine.state import DEFAULT_MAX_CONTEXT, DEFAULT_MODEL, EngineConfig
-
     try:
         faults = fault_modes.validate(args.fault)
     except fault_modes.UnknownFault as e:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
+from conformance.engine.faults import FAULTS
+
 NAME = "faults"
 HELP = "list the reference engine's fault modes (for `conformance engine --fault NAME`)"
 
@@ -11,10 +15,6 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    import json
-
-    from conformance.engine.faults import FAULTS
-
     if args.json:
         print(json.dumps(FAULTS, indent=1))
         return 0

@@ -2,21 +2,35 @@
 
 Rules:
 - Every model request of each capture (POST to messages / count_tokens / chat completions /
-  responses; `HEAD /` and other probes are skipped) is sent in order, byte-exact by default: the
-  body bytes are the capture's compact JSON (what JSON.stringify sent) and the captured headers
-  go along, minus hop-by-hop ones and redacted values, with the key placed the way the client
-  sends it. `--model-map` and `--salt` change the body (then it is re-serialised the same compact
-  way) and say so in the output. Sending, headers and URL joining are the suite's one sender
-  (`conformance.net.target.Target`), salting and re-serialisation the suite's own
-  (`conformance.net.client`), so a replay sends what the suite sends.
+  responses; `HEAD /` and other probes are skipped) is sent in order by the one
+  replay-one-capture (`conformance.suite.replay`): byte-exact by default, the body bytes the
+  capture's compact JSON (what JSON.stringify sent) and the captured headers along, minus
+  hop-by-hop ones and redacted values, with the key placed the way the client sends it.
+  `--model-map` and `--salt` change the body (then it is re-serialised the same compact way) and
+  say so in the output. Sending, headers and URL joining are the suite's one sender
+  (`conformance.net.target.Target`), so a replay sends what the suite sends.
 - Each response is judged by `conformance.checks.exchange.check_exchange`, the same function the
-  suite uses, and printed through `conformance.core.failures.format_failure`.
+  suite uses, and printed through `conformance.report.text.format_failure`.
+- Captures are read by the one corpus scan (`conformance.capture.corpus.load_captures`).
 - Exit codes: 0 every capture passed (warnings allowed), 1 at least one error violation, 2 bad
   input (no capture, unreadable or unknown-version file, bad option) or a target that cannot be
   reached at all (nothing was judged).
 """
 
 from __future__ import annotations
+
+import os
+import secrets
+import sys
+from pathlib import Path
+
+from conformance.capture.corpus import load_captures
+from conformance.capture.format import CaptureFormatError
+from conformance.core.failures import errors
+from conformance.net.target import Target
+from conformance.net.transport import Deadlines
+from conformance.report.text import format_failure, format_violation
+from conformance.suite.replay import check, replay
 
 NAME = "replay"
 HELP = "replay captured client requests against a target and check the responses"
@@ -60,54 +74,29 @@ def replay_capture(capture, *, target: str, model_map: dict[str, str], salt: str
                    deadlines) -> tuple[list, list[str], bool]:
     """Replay one capture. Returns (violations, notes, reached) — reached is False when no
     request could connect at all."""
-    from conformance.checks.exchange import check_exchange
-    from conformance.net import client
-    from conformance.net.target import Target
-
     sender = Target(target, api_key, deadlines)
 
+    def send(step):
+        req = step.exchange.request
+        return sender.send_sync(step.wire, req.path, step.data, method=req.method, query=req.query,
+                                captured_headers=req.headers)
+
+    replayed = replay(capture, send, lambda step, raw: check(step, raw, expect_model=step.request.get("model"),
+                                                             turn=step.turn),
+                      model=lambda captured: map_model(captured, model_map), salt=salt)
     violations = []
     notes: list[str] = []
-    reached = False
-    for turn, ex in enumerate(capture.main_exchanges(), start=1):
-        req = ex.request
-        api = req.api
-        body = req.body
-        changed = []
-        if isinstance(body, dict):
-            mapped = map_model(body.get("model"), model_map)
-            if mapped != body.get("model"):
-                body = client.with_model(body, mapped)
-                changed.append(f"model {req.body.get('model')} -> {mapped}")
-            if salt is not None:
-                body = client.salted(body, api, salt)
-                changed.append("salted system prompt")
-        data = client.serialize(body) if changed else req.body_bytes()
-        raw = sender.send_sync(api, req.path, data, method=req.method, query=req.query, captured_headers=req.headers)
-        if raw.error_kind != "connect":
-            reached = True
-        request_dict = body if isinstance(body, dict) else {}
-        verdict = check_exchange(raw, request_dict, wire=api, expect_model=request_dict.get("model"), turn=turn)
-        violations.extend(v.at(exchange=f"{capture.id}#{turn}") for v in verdict.violations)
+    for step, raw, verdict in replayed:
+        req, note = step.exchange.request, step.exchange.note
+        violations.extend(v.at(exchange=f"{capture.id}#{step.turn}") for v in verdict.violations)
         status = raw.status if raw.status is not None else raw.error_kind
-        notes.append(f"#{turn} {req.method} {req.url_path} -> {status} in {raw.elapsed:.2f}s"
-                     + (f" ({ex.note})" if ex.note else "")
-                     + (f" [not byte-exact: {', '.join(changed)}]" if changed else ""))
-    return violations, notes, reached
+        notes.append(f"#{step.turn} {req.method} {req.url_path} -> {status} in {raw.elapsed:.2f}s"
+                     + (f" ({note})" if note else "")
+                     + (f" [not byte-exact: {', '.join(step.changed)}]" if step.changed else ""))
+    return violations, notes, any(raw.error_kind != "connect" for _, raw, _ in replayed)
 
 
 def run(args) -> int:
-    import os
-    import secrets
-    import sys
-    from pathlib import Path
-
-    from conformance.capture.corpus import iter_capture_files
-    from conformance.capture.format import CaptureFormatError, load_capture
-    from conformance.core.failures import errors
-    from conformance.net.transport import Deadlines
-    from conformance.report.text import format_failure, format_violation
-
     try:
         model_map = parse_model_map(args.model_map)
     except ValueError as exc:
@@ -118,7 +107,7 @@ def run(args) -> int:
               "(the bundled corpus is under captured/)", file=sys.stderr)
         return 2
     try:
-        captures = [load_capture(p) for p in iter_capture_files(args.path)]
+        captures = load_captures(args.path)
     except CaptureFormatError as exc:
         print(f"conformance replay: {exc}", file=sys.stderr)
         return 2

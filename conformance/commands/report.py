@@ -11,6 +11,13 @@ Rules:
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+
+from conformance.report.compare import CompareError, compare, load_run, render_html, render_markdown
+from conformance.report.html import write_html
+
 NAME = "report"
 HELP = "reports from results folders: compare two runs, or re-render report.html"
 DESCRIPTION = (
@@ -32,13 +39,8 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    import sys
-    from pathlib import Path
-
     what = getattr(args, "report_command", None)
     if what == "compare":
-        from conformance.report.compare import CompareError, compare, load_run, render_html, render_markdown
-
         try:
             result = compare(load_run(args.run_a), load_run(args.run_b))
         except CompareError as exc:
@@ -53,10 +55,6 @@ def run(args) -> int:
         print(f"written: {out / 'compare.md'}, {out / 'compare.html'}")
         return 0
     if what == "html":
-        import json
-
-        from conformance.report.html import write_html
-
         folder = Path(args.run)
         if not (folder / "results").is_dir():
             print(f"conformance report html: {folder} has no results/ folder; give the report folder of a run "

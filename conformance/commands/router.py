@@ -6,6 +6,13 @@ until interrupted. Router faults are switched on with `--fault NAME` (repeatable
 
 from __future__ import annotations
 
+import asyncio
+import sys
+
+from conformance.router.faults import ROUTER_FAULTS
+from conformance.router.launch import LISTENING, _start_site
+from conformance.router.server import RouterConfig, make_app
+
 NAME = "router"
 HELP = "run the reference router (Anthropic /v1/messages -> OpenAI chat completions) with optional faults"
 DESCRIPTION = (
@@ -16,8 +23,6 @@ DESCRIPTION = (
 
 
 def add_arguments(parser) -> None:
-    from conformance.router.faults import ROUTER_FAULTS
-
     parser.add_argument("--upstream", help="base URL of the engine, e.g. http://127.0.0.1:8000 (required to serve)")
     parser.add_argument("--upstream-api", choices=("openai", "anthropic"), default="openai",
                         help="openai: translate to /v1/chat/completions (default); anthropic: pass through to /v1/messages")
@@ -31,11 +36,6 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    import asyncio
-    import sys
-
-    from conformance.router.faults import ROUTER_FAULTS
-
     if args.list_faults:
         for name, text in sorted(ROUTER_FAULTS.items()):
             print(f"{name}: {text}")
@@ -44,9 +44,6 @@ def run(args) -> int:
         print("conformance router: --upstream URL is required (the engine the router forwards to, "
               "e.g. --upstream http://127.0.0.1:8000)", file=sys.stderr)
         return 2
-    from conformance.router.launch import LISTENING, _start_site
-    from conformance.router.server import RouterConfig, make_app
-
     try:
         config = RouterConfig(upstream=args.upstream, upstream_api=args.upstream_api, faults=tuple(args.fault),
                               model=args.model, fallback_model=args.fallback_model)

@@ -12,6 +12,15 @@ Rules:
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance import __version__
+from conformance.engine.launch import EngineStartError, spawn_engine
+
 NAME = "run"
 HELP = "run the conformance suite (against the embedded reference engine when no --target is given)"
 DESCRIPTION = (
@@ -41,12 +50,6 @@ def _report_dir(extra: list[str]) -> str:
 
 
 def run(args) -> int:
-    import os
-    import sys
-    from pathlib import Path
-
-    import pytest
-
     extra = list(getattr(args, "extra", []) or [])
     target = args.target or os.environ.get("CONFORMANCE_TARGET")
     if target and (args.fault or args.variation):
@@ -67,8 +70,6 @@ def run(args) -> int:
 
     if target:
         return go(target)
-    from conformance.engine.launch import EngineStartError, spawn_engine
-
     engine_args: list[str] = []
     for fault in args.fault:
         engine_args += ["--fault", fault]
@@ -79,8 +80,6 @@ def run(args) -> int:
     except EngineStartError as exc:
         print(f"conformance run: the embedded reference engine did not start: {exc}", file=sys.stderr)
         return 2
-    from conformance import __version__
-
     if not any(a.startswith("--conformance-engine-version") for a in pytest_args):
         label = (f"reference engine (conformance {__version__})" + "".join(f" --fault {f}" for f in args.fault)
                  + "".join(f" --variation {v}" for v in args.variation))

@@ -4,6 +4,11 @@ wires it changes and the variations it excludes; last, the set documented to run
 
 from __future__ import annotations
 
+import dataclasses
+import json
+
+from conformance.engine.variations import ALL_WIRES, COMPATIBLE, VARIATIONS
+
 NAME = "variations"
 HELP = "list the reference engine's valid variations (for `conformance engine --variation NAME`)"
 
@@ -14,11 +19,6 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    import dataclasses
-    import json
-
-    from conformance.engine.variations import ALL_WIRES, COMPATIBLE, VARIATIONS
-
     if args.json:
         print(json.dumps({"variations": {n: dataclasses.asdict(v) for n, v in VARIATIONS.items()},
                           "compatible": list(COMPATIBLE)}, indent=1))

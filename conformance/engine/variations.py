@@ -2,7 +2,7 @@
 
 The fault catalog (faults.py) lists what a server must not do; this catalog lists what it may do
 and the suite must accept (`--variation NAME`, several at once; `conformance variations` lists
-them). The self-test matrix (tests/plugin/test_variation_matrix.py) runs the default suite against
+them). The self-test matrix (tests/suite/test_variation_matrix.py) runs the default suite against
 the engine with each variation and with COMPATIBLE at once: any failure there is a false positive.
 
 Rules:

@@ -208,7 +208,7 @@ def serves_route(engine_url: str, wire: Dialect) -> bool:
     """Does the engine serve `wire`'s generation route? (an empty body must get an answer other
     than 404/405/501)"""
     raw = Target(engine_url, deadlines=ROUTE_PROBE_DEADLINES).send_sync(
-        wire.name, wire.generation_path, b"{}", content_started=False,
+        wire, wire.generation_path, b"{}", content_started=False,
         headers={"content-type": "application/json", **dict(wire.default_headers)})
     return raw.status is not None and raw.status not in (404, 405, 501)
 

@@ -106,7 +106,7 @@ def replay(engine_url: str, path: str, body: dict, *, wire: Dialect, deadlines: 
     (`conformance.net.target`): the wire's headers and key style, and the Dialect's
     content-started predicate, so keep-alives (pings, comments) are not content and a
     hang-with-pings hits the first-content deadline here exactly as it does through the router."""
-    return Target(engine_url, api_key, deadlines).send_sync(wire.name, path, serialize(body))
+    return Target(engine_url, api_key, deadlines).send_sync(wire, path, serialize(body))
 
 
 def accumulate(raw: RawExchange, request: dict, wire: Dialect) -> dict | None:

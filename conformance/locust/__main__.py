@@ -12,6 +12,10 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from conformance.core.results import read_results
+from conformance.locust.judge import PASS_CHECK
+from conformance.report.summary import write_summary
+
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
@@ -21,9 +25,6 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 2 or args[0] != "merge":
         print("usage: python -m conformance.locust merge REPORT_DIR | locustfile", file=sys.stderr)
         return 2
-    from conformance.core.results import read_results
-    from conformance.report.summary import write_summary
-
     report_dir = Path(args[1])
     results_dir = report_dir / "results"
     files = sorted(results_dir.glob("results-*.jsonl")) if results_dir.is_dir() else []
@@ -31,8 +32,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no results-*.jsonl under {results_dir}: run locust with --conformance-report-dir {report_dir}",
               file=sys.stderr)
         return 2
-    from conformance.locust.judge import PASS_CHECK
-
     results = read_results(results_dir)
     clean = sum(1 for r in results if r.check_id == PASS_CHECK and r.outcome == "passed")
     loops = [r for r in results if r.check_id == "loop.completed"]  # one per agent-loop run

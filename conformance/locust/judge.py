@@ -2,17 +2,19 @@
 the raw exchange built from bytes and arrival times, the verdicts and their results records.
 
 Rules:
-- The capture workload is every model request of every capture under the corpus (`main_exchanges`),
-  in order; the request goes out as the capture has it (byte-exact body, captured headers through
-  `conformance.net.client.headers_for`), so the judge sees what `conformance replay` sees.
+- The capture workload is every model request of every capture under the corpus (the one corpus
+  scan, `conformance.capture.corpus.load_captures`), in order, prepared by the one
+  replay-one-capture (`conformance.suite.replay.steps`: byte-exact body, nothing rewritten) with
+  the captured headers through `conformance.net.client.headers_for`, and judged by its judge
+  (`conformance.suite.replay.check`), so the judge sees what `conformance replay` sees.
 - The loop workload is every bundled scenario on every wire whose client runs it (the pairs the
   suite's test_loop runs, `scenario_runs_on`). `run_loop` runs one with the suite's own driver
   (`conformance.loop.driver.LoopDriver`: the captured first request, the model's output and the
   sandboxed tool results appended each turn, every turn judged by `check_exchange`); only the
-  sending is the caller's (`send(api, path, headers, body, stream) -> RawExchange`: Locust's client in a
-  worker, httpx in the single-process comparison). Its records are the driver's
-  (`LoopReport.results`) with the case `<scenario>[<api>]`, so one scenario on two wires stays two
-  cases in a merged report.
+  sending is the caller's (`send(wire, path, headers, body, stream) -> RawExchange`: Locust's client
+  in a worker, httpx in the single-process comparison). Its records are the driver's
+  (`LoopReport.results`) with the case `<scenario>[<wire name>]`, so one scenario on two wires stays
+  two cases in a merged report.
 - `judge(...)` is sans-IO: status, headers and (arrival time, bytes) chunks in, a verdict and
   results records out. A clean exchange is one `passed` record of
   `load.concurrency_acceptance`; each failing check id is one `failed` record (its first
@@ -23,13 +25,22 @@ Rules:
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from conformance.capture.corpus import load_captures
+from conformance.core.paths import captured_dir
 from conformance.core.results import Result
-from conformance.net.transport import RawExchange
+from conformance.loop.driver import LoopDriver, scenario_runs_on
+from conformance.loop.scenarios import load_scenarios
+from conformance.loop.tools import CLIENT_FOR_API
+from conformance.net.client import headers_for
+from conformance.net.transport import ContentWatch, RawExchange
+from conformance.suite.replay import Step, check, steps
+from conformance.wire.dialect import Dialect, dialect
 
 PASS_CHECK = "load.concurrency_acceptance"  # an exchange accepted and well-formed under load
 
@@ -37,27 +48,33 @@ PASS_CHECK = "load.concurrency_acceptance"  # an exchange accepted and well-form
 @dataclass(frozen=True)
 class Work:
     case: str  # capture id #n
-    api: str
-    path: str  # path with the captured query
-    body: bytes
-    request: dict[str, Any]  # the parsed body (what the judge compares the response with)
+    step: Step  # the captured request as the replay sends it (byte-exact)
     headers: dict[str, str]
+
+    @property
+    def wire(self) -> Dialect:
+        return self.step.wire
+
+    @property
+    def path(self) -> str:
+        """The path with the captured query."""
+        return self.step.exchange.request.url_path
+
+    @property
+    def body(self) -> bytes:
+        return self.step.data
+
+    @property
+    def request(self) -> dict[str, Any]:
+        """The parsed body (what the judge compares the response with)."""
+        return self.step.request
 
 
 def workload(captures: Path | None = None, api_key: str | None = None) -> list[Work]:
-    """Every captured model request, in corpus order."""
-    from conformance.capture.corpus import load_captures
-    from conformance.core.paths import captured_dir
-    from conformance.net.client import headers_for
-
+    """Every captured model request with a JSON body, in corpus order."""
     root = Path(captures) if captures else captured_dir()
-    out = []
-    for cap in load_captures(root):
-        for n, ex in enumerate(cap.main_exchanges(), 1):
-            if not isinstance(ex.request.body, dict):
-                continue
-            out.append(Work(f"{cap.id}#{n}", ex.request.api, ex.request.url_path, ex.request.body_bytes(),
-                            ex.request.body, headers_for(ex.request.api, api_key, ex.request.headers)))
+    out = [Work(f"{cap.id}#{step.turn}", step, headers_for(step.wire, api_key, step.exchange.request.headers))
+           for cap in load_captures(root) for step in steps(cap) if step.body is not None]
     if not out:
         raise ValueError(f"no captured model request under {root}: pass a corpus folder (--conformance-captures)")
     return out
@@ -66,18 +83,15 @@ def workload(captures: Path | None = None, api_key: str | None = None) -> list[W
 def raw_exchange(url: str, work: Work, status: int | None, headers: dict[str, str],
                  chunks: list[tuple[float, bytes]], elapsed: float, error: str | None = None) -> RawExchange:
     """The transport's record of an exchange, from what the Locust client saw."""
-    return exchange_record(url, work.api, work.headers, work.body, bool(work.request.get("stream")), status,
+    return exchange_record(url, work.wire, work.headers, work.body, bool(work.request.get("stream")), status,
                            headers, chunks, elapsed, error)
 
 
-def exchange_record(url: str, api: str, sent_headers: dict[str, str], body: bytes, stream: bool,
+def exchange_record(url: str, wire: Dialect, sent_headers: dict[str, str], body: bytes, stream: bool,
                     status: int | None, headers: dict[str, str], chunks: list[tuple[float, bytes]],
                     elapsed: float, error: str | None = None) -> RawExchange:
     """A RawExchange from a request and what came back: first byte and first content are found
     the way the transport finds them (`ContentWatch` over the wire's content predicate)."""
-    from conformance.net.transport import ContentWatch
-    from conformance.wire.dialect import DIALECTS
-
     raw = RawExchange("POST", url, dict(sent_headers), body, status=status,
                       response_headers={k.lower(): v for k, v in headers.items()}, chunks=list(chunks),
                       elapsed=elapsed, bytes_read=sum(len(c) for _, c in chunks))
@@ -85,8 +99,7 @@ def exchange_record(url: str, api: str, sent_headers: dict[str, str], body: byte
         raw.error_kind, raw.error = "read", error
     if chunks:
         raw.first_byte_at = chunks[0][0]
-        dialect = DIALECTS.get(api)
-        watch = ContentWatch(dialect.content_started if dialect is not None and stream else None)
+        watch = ContentWatch(wire.content_started if stream else None)
         for t, data in chunks:
             if watch.feed(data):
                 raw.first_content_at = t
@@ -96,11 +109,9 @@ def exchange_record(url: str, api: str, sent_headers: dict[str, str], body: byte
 
 def judge(raw: RawExchange, work: Work, *, target: str = "") -> tuple[list[str], list[Result]]:
     """(failing check ids, results records) for one exchange."""
-    from conformance.checks.exchange import check_exchange
-
-    verdict = check_exchange(raw, work.request, wire=work.api)
+    verdict = check(work.step, raw)
     errors = [v for v in verdict.violations if v.is_error]
-    base = {"test_id": f"locust:{work.case}", "target": target, "api": work.api, "case": work.case,
+    base = {"test_id": f"locust:{work.case}", "target": target, "api": work.wire.name, "case": work.case,
             "client": "locust", "model": str(work.request.get("model", ""))}
     if not errors:
         return [], [Result(check_id=PASS_CHECK, outcome="passed", message="accepted and well-formed", **base)]
@@ -116,18 +127,14 @@ def judge(raw: RawExchange, work: Work, *, target: str = "") -> tuple[list[str],
 # ----------------------------------------------------------------------------- agent loops
 @dataclass(frozen=True)
 class LoopWork:
-    case: str  # <scenario id>[<api>]
+    case: str  # <scenario id>[<wire name>]
     scenario: Any  # conformance.loop.scenarios.Scenario
-    api: str
+    wire: Dialect
 
 
 def loop_workload(scenarios_dir: Path | None = None) -> list[LoopWork]:
     """Every bundled scenario on every wire whose client runs it (the suite's test_loop cases)."""
-    from conformance.loop.driver import scenario_runs_on
-    from conformance.loop.scenarios import load_scenarios
-    from conformance.loop.tools import CLIENT_FOR_API
-
-    out = [LoopWork(f"{s.id}[{api}]", s, api) for s in load_scenarios(scenarios_dir) for api in CLIENT_FOR_API
+    out = [LoopWork(f"{s.id}[{api}]", s, dialect(api)) for s in load_scenarios(scenarios_dir) for api in CLIENT_FOR_API
            if scenario_runs_on(s, api)]
     if not out:
         raise ValueError(f"no scenario under {scenarios_dir or 'fixtures/scenarios'} runs on any wire")
@@ -136,20 +143,15 @@ def loop_workload(scenarios_dir: Path | None = None) -> list[LoopWork]:
 
 def run_loop(work: LoopWork, target: str, send, *, api_key: str | None = None, captures: Path | None = None,
              workdir: Path | None = None):
-    """Run one scenario with the suite's driver, sending with `send(api, path, headers, body, stream)`.
+    """Run one scenario with the suite's driver, sending with `send(wire, path, headers, body, stream)`.
     Returns (failing check ids, results records, the LoopReport)."""
-    import dataclasses
-
-    from conformance.loop.driver import LoopDriver
-    from conformance.net.client import headers_for
-
     driver: LoopDriver | None = None
 
     def sender(req, body: bytes) -> RawExchange:
         stream = isinstance(req.body, dict) and bool(req.body.get("stream"))
-        return send(work.api, req.url_path, headers_for(work.api, driver.api_key, req.headers), body, stream)
+        return send(work.wire, req.url_path, headers_for(work.wire, driver.api_key, req.headers), body, stream)
 
-    driver = LoopDriver(target, work.api, api_key=api_key, captured_root=captures, workdir=workdir, sender=sender)
+    driver = LoopDriver(target, work.wire.name, api_key=api_key, captured_root=captures, workdir=workdir, sender=sender)
     start = time.monotonic()
     report = driver.run(work.scenario)
     model = str(driver.template.request.body.get("model", "")) if isinstance(driver.template.request.body, dict) else ""

@@ -5,9 +5,9 @@
   failing check ids.
 - `LoopUser` runs the agent-loop scenarios in turn (every scenario on every wire whose client runs
   it, `conformance.locust.judge.loop_workload`) with the suite's loop driver: each turn is sent
-  with Locust's client (a Locust request named `loop <scenario>[<api>]`, counted for its timing;
+  with Locust's client (a Locust request named `loop <scenario>[<wire name>]`, counted for its timing;
   an HTTP status is not a verdict on its own here, the judge's is), and the run as a whole is one
-  Locust entry of type LOOP named `<scenario>[<api>]`, a failure named by the failing check ids
+  Locust entry of type LOOP named `<scenario>[<wire name>]`, a failure named by the failing check ids
   (every turn's exchange checks and the loop.* checks).
 - Locust picks users from both classes by weight; name one on the command line to run only it
   (`locust -f ... LoopUser`).
@@ -32,6 +32,7 @@ from locust.exception import CatchResponseError
 
 from conformance.core.results import ResultsWriter
 from conformance.locust.judge import exchange_record, judge, loop_workload, raw_exchange, run_loop, workload
+from conformance.wire.dialect import Dialect
 
 
 @events.init_command_line_parser.add_listener
@@ -129,13 +130,13 @@ class LoopUser(HttpUser):
         work = _Shared.next_loop()
         base = self.host.rstrip("/")
 
-        def send(api: str, path: str, headers: dict[str, str], body: bytes, stream: bool):
+        def send(wire: Dialect, path: str, headers: dict[str, str], body: bytes, stream: bool):
             start = time.monotonic()
             with self.client.post(path, data=body, headers=headers, stream=True, catch_response=True,
                                   name=f"loop {work.case}") as resp:
                 chunks, error = _read(resp, start)
                 resp.success()  # the verdict is the loop's entry below, from the judge
-                return exchange_record(base + path, api, headers, body, stream, resp.status_code,
+                return exchange_record(base + path, wire, headers, body, stream, resp.status_code,
                                        dict(resp.headers), chunks, time.monotonic() - start, error)
 
         start = time.monotonic()

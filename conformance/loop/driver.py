@@ -509,7 +509,7 @@ class LoopDriver:
             return self.sender(req, serialize(body))
         # One client per turn (each turn runs on its own event loop) on the process's one TLS context.
         return Target(self.target, self.api_key, self.deadlines).send_sync(
-            self.api, req.path, serialize(body), query=req.query, captured_headers=req.headers)
+            self.dialect, req.path, serialize(body), query=req.query, captured_headers=req.headers)
 
     def run(self, scenario: Scenario, *, rng_seed: int | None = None, max_turns: int | None = None) -> LoopReport:
         from conformance.checks.exchange import check_exchange
@@ -536,7 +536,7 @@ class LoopDriver:
             if self.salt_token:
                 from conformance.net.client import salted
 
-                body = salted(body, self.api, self.salt_token)
+                body = salted(body, self.dialect, self.salt_token)
             if scenario.mcp_server:
                 self.conversation.attach_mcp_server(body, scenario.mcp_server)  # unless the capture has it
             if scenario.resume:

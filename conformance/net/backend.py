@@ -30,6 +30,7 @@ from typing import Any
 
 import httpcore
 import httpx
+from httpcore._utils import is_socket_readable
 
 
 class SocketStream(httpcore.AsyncNetworkStream):
@@ -73,8 +74,6 @@ class SocketStream(httpcore.AsyncNetworkStream):
         if info == "socket":
             return self._sock
         if info == "is_readable":  # httpcore asks before reusing a kept-alive connection
-            from httpcore._utils import is_socket_readable
-
             return is_socket_readable(self._sock)
         if info == "client_addr":
             return self._sock.getsockname()

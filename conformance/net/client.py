@@ -1,7 +1,7 @@
 """How the suite talks to a target the way the real clients do.
 
 Rules:
-- `headers_for(api, api_key, captured_headers)` keeps the client's own headers (anthropic-version,
+- `headers_for(wire, api_key, captured_headers)` keeps the client's own headers (anthropic-version,
   anthropic-beta, x-app, user-agent, session ids) and drops what must not be replayed:
   hop-by-hop headers, the captured (redacted) credentials, and content-encoding negotiation
   (the transport records raw bytes, so responses must arrive uncompressed), unless
@@ -13,18 +13,19 @@ Rules:
 - `target_url(base, path)` joins the target base URL and a captured path without doubling a
   `/v1` the user already put in the base URL.
 - Request bodies are byte-exact by default (`CapturedRequest.body_bytes()`); every change the
-  suite makes (model rewrite, salt, quoted prompt) goes through `mutate_*` helpers on a deep copy
-  and is re-serialised the way the clients serialise (compact, no ASCII escaping).
+  suite makes (model rewrite, salt, quoted prompt, ...) is a writer of the wire's Dialect (a
+  changed deep copy), re-serialised the way the clients serialise (`serialize`: compact, no ASCII
+  escaping). The run salt is `SALT_PREFIX` with the run token (`salted`), at the very start of
+  the system prompt.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 from typing import Any
 
-from conformance.wire.dialect import DIALECTS, dialect
+from conformance.wire.dialect import Dialect
 
 # Not replayed: hop-by-hop, length/host (recomputed), encodings (raw bytes are recorded).
 _DROP = {"host", "content-length", "connection", "transfer-encoding", "keep-alive", "accept-encoding",
@@ -37,11 +38,11 @@ CREDENTIAL_HEADERS = frozenset({"x-api-key", "authorization", "api-key", "proxy-
                                 "set-cookie", "x-goog-api-key", "openai-organization", "openai-project"})
 
 
-def headers_for(api: str, api_key: str | None, captured_headers: dict[str, str] | None) -> dict[str, str]:
-    """Headers to send for a replayed request of `api` with the user's key (see module rules).
-    An api without a Dialect gets no default headers and the key as the capture shows it."""
+def headers_for(wire: Dialect | None, api_key: str | None, captured_headers: dict[str, str] | None) -> dict[str, str]:
+    """Headers to send for a replayed request on `wire` with the user's key (see module rules).
+    A request of no wire (None: GET /v1/models, a probe's own path) gets no default headers and
+    the key as the capture shows it."""
     captured = {k.lower(): v for k, v in (captured_headers or {}).items()}
-    wire = DIALECTS.get(api)
     out: dict[str, str] = {}
     for name, value in captured.items():
         if name in _DROP or name in CREDENTIAL_HEADERS:
@@ -80,25 +81,9 @@ def serialize(body: Any) -> bytes:
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-# ----------------------------------------------------------------------------- body mutations
-def with_model(body: dict, model: str | None) -> dict:
-    if not model or body.get("model") == model:
-        return body
-    body = copy.deepcopy(body)
-    body["model"] = model
-    return body
-
-
 SALT_PREFIX = "[conformance-run {token}] "
 
 
-def salted(body: dict, api: str, token: str) -> dict:
+def salted(body: dict, wire: Dialect, token: str) -> dict:
     """The run token at the very start of the system prompt (the wire's `salted`)."""
-    return dialect(api).salted(body, SALT_PREFIX.format(token=token))
-
-
-def quoted(body: dict, api: str) -> dict | None:
-    """The same request with the prompt wrapped in literal double quotes (the wire's `quoted`)."""
-    return dialect(api).quoted(body)
-
-
+    return wire.salted(body, SALT_PREFIX.format(token=token))

@@ -2,15 +2,15 @@
 
 Rules:
 - A `Target` is a base URL, the user's key, the deadlines and the size limits (`Limits`). `url(path, query)` joins the base
-  and a path without doubling a `/v1` the user already put in the base URL; `headers(api,
+  and a path without doubling a `/v1` the user already put in the base URL; `headers(wire,
   captured)` are the headers the real client sends on that wire (`conformance.net.client.headers_for`:
   the captured ones minus hop-by-hop and redacted values, the Dialect's default headers, the key
   the way the Dialect says: x-api-key or a bearer token).
-- `send(api, path, body)` sends the body bytes as given (the caller decides byte-exact or
+- `send(wire, path, body)` sends the body bytes as given (the caller decides byte-exact or
   re-serialised) under the deadlines, through `conformance.net.transport` (raw bytes with arrival
   times, misbehaviour as data). The first-content deadline uses the Dialect's content-started
-  predicate (pings and role-only chunks are not content); `content_started=False`, or an api with
-  no Dialect, counts the first byte as content.
+  predicate (pings and role-only chunks are not content); `content_started=False`, or a request
+  of no wire (None), counts the first byte as content.
 - One TLS context per process (`tls_context()`): creating the default context loads the CA store,
   ~0.2 s, more than a whole exchange with a local engine. Each send builds its own httpx client
   from it, unless the caller shares one (`client=`, e.g. the load probe's pooled client, built by
@@ -32,7 +32,7 @@ from conformance.net import transport
 from conformance.net.backend import use_socket_backend
 from conformance.net.client import headers_for, target_url
 from conformance.net.transport import ContentPredicate, Deadlines, Limits, RawExchange
-from conformance.wire.dialect import DIALECTS
+from conformance.wire.dialect import Dialect
 
 
 @functools.lru_cache(maxsize=1)
@@ -41,10 +41,9 @@ def tls_context() -> ssl.SSLContext:
     return ssl.create_default_context()
 
 
-def content_predicate(api: str | None) -> ContentPredicate | None:
-    """The Dialect's content-started predicate for `api`; None (first byte is content) without one."""
-    known = DIALECTS.get(api) if api else None
-    return known.content_started if known is not None else None
+def content_predicate(wire: Dialect | None) -> ContentPredicate | None:
+    """The wire's content-started predicate; None (the first byte is content) without a wire."""
+    return wire.content_started if wire is not None else None
 
 
 @dataclass(frozen=True)
@@ -59,8 +58,8 @@ class Target:
     def url(self, path: str, query: str = "") -> str:
         return target_url(self.base_url, path, query)
 
-    def headers(self, api: str, captured_headers: dict[str, str] | None = None) -> dict[str, str]:
-        return headers_for(api, self.api_key, captured_headers)
+    def headers(self, wire: Dialect | None, captured_headers: dict[str, str] | None = None) -> dict[str, str]:
+        return headers_for(wire, self.api_key, captured_headers)
 
     def async_client(self, deadlines: Deadlines | None = None, **kwargs) -> httpx.AsyncClient:
         """An httpx client on the shared TLS context, for callers that send many requests on one."""
@@ -70,7 +69,7 @@ class Target:
 
     async def send(
         self,
-        api: str | None,
+        wire: Dialect | None,
         path: str,
         body: bytes = b"",
         *,
@@ -84,9 +83,9 @@ class Target:
     ) -> RawExchange:
         """Send one request (see module rules). `headers` replaces the client's headers entirely."""
         url = self.url(path, query)
-        hdrs = headers if headers is not None else self.headers(api or "", captured_headers)
+        hdrs = headers if headers is not None else self.headers(wire, captured_headers)
         deadlines = deadlines or self.deadlines
-        predicate = content_predicate(api) if content_started else None
+        predicate = content_predicate(wire) if content_started else None
         if client is not None:
             return await transport.send(method, url, headers=hdrs, body=body, deadlines=deadlines,
                                         first_content=predicate, client=client, limits=self.limits)
@@ -94,6 +93,6 @@ class Target:
             return await transport.send(method, url, headers=hdrs, body=body, deadlines=deadlines,
                                         first_content=predicate, client=own, limits=self.limits)
 
-    def send_sync(self, api: str | None, path: str, body: bytes = b"", **kwargs) -> RawExchange:
+    def send_sync(self, wire: Dialect | None, path: str, body: bytes = b"", **kwargs) -> RawExchange:
         """`send` from synchronous code (a fresh event loop). Must not be called from a running one."""
-        return asyncio.run(self.send(api, path, body, **kwargs))
+        return asyncio.run(self.send(wire, path, body, **kwargs))

@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from conformance.net.backend import use_socket_backend
+
 LIMIT_KINDS = ("limit_response_size", "limit_line_size", "limit_event_size")
 ERROR_KINDS = ("connect", "deadline_first_byte", "deadline_first_content", "deadline_total", "read", "protocol",
                *LIMIT_KINDS)
@@ -254,8 +256,6 @@ async def send(
     start = time.monotonic()
     own_client = client is None
     if client is None:
-        from conformance.net.backend import use_socket_backend
-
         client = use_socket_backend(httpx.AsyncClient(timeout=httpx.Timeout(deadlines.total, connect=deadlines.connect)),
                                     url)
     watch = ContentWatch(first_content)

@@ -83,7 +83,7 @@ class Target:
         return self.net.url(self.wire.generation_path)
 
     def headers(self) -> dict[str, str]:
-        return self.net.headers(self.wire.name)
+        return self.net.headers(self.wire)
 
     def process_exit(self) -> int | None:
         proc = getattr(self.process, "proc", self.process)
@@ -132,7 +132,7 @@ async def send(
     """Send `body` (re-serialised as the clients do) through the one sender. Only a streamed
     request waits for the Dialect's content-started predicate; otherwise the first byte counts."""
     return await target.net.send(
-        target.wire.name,
+        target.wire,
         path or target.wire.generation_path,
         serialize(body) if method != "GET" else b"",
         method=method,

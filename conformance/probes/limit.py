@@ -119,7 +119,7 @@ def _target_fetch(target: Target) -> Fetch:
     deadlines = Deadlines(connect=target.deadlines.connect, first_content=FETCH_FIRST_CONTENT_S, total=FETCH_TOTAL_S)
 
     def fetch(path: str) -> tuple[int | None, Any]:
-        raw = target.net.send_sync(target.wire.name, path, method="GET", deadlines=deadlines, content_started=False)
+        raw = target.net.send_sync(target.wire, path, method="GET", deadlines=deadlines, content_started=False)
         try:
             return raw.status, json.loads(raw.body())
         except ValueError:

@@ -56,7 +56,7 @@ def served_wire(session, settings) -> Dialect:
     """The wire the probes speak: the one the user names, else the first the target serves."""
     if settings.api != "auto":
         return dialect(settings.api)
-    return next((wire for wire in DIALECTS.values() if session.serves(wire.name)), CHAT)
+    return next((wire for wire in DIALECTS.values() if session.serves(wire)), CHAT)
 
 
 def run_probe(request, settings, make) -> list[ProbeOutcome]:

@@ -3,7 +3,8 @@
 Rules:
 - The corpus is `--conformance-captures` (a folder or one file), else the bundled captured/
   (`conformance.core.paths.captured_dir()`); `--conformance-client` filters by client. Loaded once per
-  process (collection) and kept in the config stash.
+  process (collection), by the one corpus scan (`conformance.capture.corpus`), and kept in the
+  config stash. Releases are ordered by the one version key (`conformance.core.versions`).
 - Releases: the run replays the current release of each client (the corpus manifest's `current`,
   else the newest release found); `--conformance-client-version V[,V...]` replays release V of
   each client that has it (the others stay current), `all` every release.
@@ -13,15 +14,19 @@ Rules:
   release in that client's keys (`claude-code/2.1.197/default`), so no two tests share a key.
 - A corpus that yields no capture is not a vacuous pass: the tests are parametrized with a
   single `no-captures` case that fails with `suite.corpus.present`.
-- Replay is byte-exact by default: the captured body bytes are sent unless the suite had to
-  change the body (model rewrite to what the target serves, salt); changes go through the
-  mutators of `conformance.net.client`.
+- Replay is the one replay-one-capture (`conformance.suite.replay`): byte-exact by default, the
+  captured body bytes sent unless the suite had to change the body (the model rewritten to what
+  the target serves, the run salt); `prepared(ctx, exchange)` is one exchange so prepared, the
+  start of every request a test derives from a capture.
+- A capture's wire is a Dialect (`capture_wire`); a test needs its wire served (`require_wire`).
 - Exchanges of one test share memoised results through `session.cache` (the replay of a
   capture is judged by several tests: incremental delivery, variants, stop sequences).
 """
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +34,12 @@ import pytest
 
 from conformance.capture.corpus import load_captures
 from conformance.capture.format import Capture, CaptureFormatError, Exchange
-from conformance.wire.dialect import DIALECTS, dialect
+from conformance.checks import suite as suite_checks
+from conformance.core.paths import captured_dir
+from conformance.core.versions import version_key
+from conformance.suite import replay as one_replay
+from conformance.suite.replay import Step
+from conformance.wire.dialect import DIALECTS, Dialect, dialect_for_path
 
 _CASES = pytest.StashKey[tuple]()
 
@@ -42,11 +52,7 @@ class NoCaptures:
 
 def _corpus(config) -> Path:
     opt = config.getoption("conformance_captures", None)
-    if opt:
-        return Path(opt)
-    from conformance.core.paths import captured_dir
-
-    return captured_dir()
+    return Path(opt) if opt else captured_dir()
 
 
 def all_cases(config) -> tuple[list[Capture], str]:
@@ -74,24 +80,13 @@ def all_cases(config) -> tuple[list[Capture], str]:
     return caps, why
 
 
-def version_key(version: str) -> tuple:
-    """A release number as a sortable tuple (2.1.332 > 2.1.197)."""
-    import re
-
-    return tuple(int(p) if p.isdigit() else 0 for p in re.split(r"[.\-+]", version or "0"))
-
-
 def release_option(config) -> str:
-    import os
-
     return (config.getoption("conformance_client_version", None) or os.environ.get("CONFORMANCE_CLIENT_VERSION")
             or "current")
 
 
 def current_releases(root: Path, caps: list[Capture]) -> dict[str, str]:
     """client -> its current release: the manifest's `current`, else the newest in the corpus."""
-    import json
-
     newest: dict[str, str] = {}
     for c in caps:
         if c.client not in newest or version_key(c.client_version) > version_key(newest[c.client]):
@@ -134,9 +129,10 @@ def capture_key(capture: Capture, caps: list[Capture]) -> str:
     return f"{capture.client}/{capture.case}"
 
 
-def capture_api(capture: Capture) -> str:
+def capture_wire(capture: Capture) -> Dialect | None:
+    """The wire of a capture's model requests (its first one's path); None without one."""
     mains = capture.main_exchanges()
-    return mains[0].request.api if mains else "other"
+    return dialect_for_path(mains[0].request.path) if mains else None
 
 
 def parametrize(metafunc, select=lambda c: True) -> None:
@@ -149,8 +145,6 @@ def parametrize(metafunc, select=lambda c: True) -> None:
 
 
 def fail_no_captures(ctx, capture: NoCaptures) -> None:
-    from conformance.checks import suite as suite_checks
-
     ctx.check(suite_checks.CORPUS_PRESENT, False, capture.reason, expected="at least one capture", seen="none")
     ctx.finish("no captures to replay")
 
@@ -162,71 +156,66 @@ def client_selected(ctx, capture=None) -> bool:
     return client != "all" and (capture.client if capture is not None else ctx.client) == client
 
 
-def require_api(ctx, api: str, capture=None) -> None:
-    """Fail fast when the target is down; skip (with the reason) when it does not serve this API
+def require_wire(ctx, wire: Dialect, capture=None) -> None:
+    """Fail fast when the target is down; skip (with the reason) when it does not serve this wire
     and the user did not select it (by --conformance-api or by naming the client)."""
     if ctx.session.target_down() is not None:
         ctx.fail_target_down()
     if client_selected(ctx, capture):
         return
-    if not ctx.session.serves(api):
-        others = [name for name in DIALECTS if name != api]
-        if ctx.session.config.api == "auto" and not any(ctx.session.serves(other) for other in others):
+    if not ctx.session.serves(wire):
+        others = [d for d in DIALECTS.values() if d is not wire]
+        if ctx.session.forced_wire is None and not any(ctx.session.serves(other) for other in others):
             # Serving no API is no reason to skip everything (a vacuous pass): it is a failure.
-            from conformance.checks import suite as suite_checks
-
             paths = " nor ".join(f"POST {d.generation_path}" for d in DIALECTS.values())
             ctx.check(suite_checks.REQUEST_ACCEPTED, False, f"the target serves neither {paths}",
                       expected="one of the model APIs", seen="404/405/501 on each (probed with an empty body)")
             ctx.finish("the target serves no model API at this URL")
-        pytest.skip(not_served_reason(ctx.session, api))
+        pytest.skip(not_served_reason(ctx.session, wire))
 
 
-def not_served_reason(session, api: str) -> str:
+def not_served_reason(session, wire: Dialect) -> str:
     """Why the captures of a wire the target does not serve were not run, and how to run them."""
-    wire = dialect(api)
     return (f"the target does not serve POST {wire.generation_path} (404/405/501 to an empty-body probe; "
-            f"--conformance-api {session.config.api}): the {api} captures were not run; pass --conformance-api "
-            f"{api} (or name the client with --conformance-client) to fail on it instead")
+            f"--conformance-api {session.config.api}): the {wire.name} captures were not run; pass --conformance-api "
+            f"{wire.name} (or name the client with --conformance-client) to fail on it instead")
 
 
-def prepared_body(ctx, exchange: Exchange) -> tuple[dict | None, bytes]:
-    """The body the suite sends for a captured exchange: (parsed, bytes)."""
-    from conformance.net.client import salted, serialize, with_model
+def _preparation(ctx) -> dict:
+    """How a test prepares captured requests: the model the target serves, the run salt when the
+    run salts."""
+    return {"model": lambda captured: ctx.session.model_for(captured, ctx.settings),
+            "salt": ctx.settings.run_token if ctx.settings.salt else None}
 
-    req = exchange.request
-    body = req.body
-    if not isinstance(body, dict):
-        return None, req.body_bytes()
-    changed = body
-    model = ctx.session.model_for(body.get("model"), ctx.settings)
-    changed = with_model(changed, model)
-    if ctx.settings.salt:
-        changed = salted(changed, req.api, ctx.settings.run_token)
-    if changed is body:
-        return body, req.body_bytes()
-    return changed, serialize(changed)
+
+def prepared(ctx, exchange: Exchange, turn: int = 1) -> Step:
+    """A captured exchange as this test sends it (`conformance.suite.replay.prepare`)."""
+    return one_replay.prepare(exchange, turn, **_preparation(ctx))
+
+
+def send_step(ctx, step: Step, *, note: str = ""):
+    """Send a prepared step as it is, bytes and all, through the test's context."""
+    req = step.exchange.request
+    return ctx.send(step.wire, req.path, step.body or {}, captured_headers=req.headers, query=req.query,
+                    note=note or step.exchange.note or f"exchange {step.turn}", body=step.data)
 
 
 def replay(ctx, capture: Capture, *, judge: bool = True):
-    """Replay every model request of a capture in order; [(Sent, verdict)] (memoised per process)."""
+    """Replay every model request of a capture in order (the one replay-one-capture);
+    [(Sent, verdict)], memoised per process."""
     key = ("replay", capture.id, ctx.settings.salt, ctx.settings.model)
     cached = ctx.session.cache.get(key)
     if cached is not None and not judge:
         ctx.exchanges.extend(s for s, _ in cached)
         return cached
-    out = []
-    for turn, ex in enumerate(capture.main_exchanges(), 1):
-        body, data = prepared_body(ctx, ex)
-        sent = ctx.send(ex.request.api, ex.request.path, body or {}, captured_headers=ex.request.headers,
-                        query=ex.request.query, note=ex.note or f"exchange {turn}", body=data)
-        expect = ctx.settings.served_model((body or {}).get("model"))
-        if judge:
-            verdict = ctx.judge(sent, expect_model=expect, turn=turn)
-        else:
-            from conformance.checks.exchange import check_exchange
 
-            verdict = check_exchange(sent.raw, sent.request, wire=sent.api, expect_model=expect, turn=turn)
-        out.append((sent, verdict))
+    def judged(step: Step, sent):
+        expect = ctx.settings.served_model(step.request.get("model"))
+        if judge:
+            return ctx.judge(sent, expect_model=expect, turn=step.turn)
+        return one_replay.check(step, sent.raw, expect_model=expect, turn=step.turn)
+
+    out = [(sent, verdict) for _, sent, verdict in one_replay.replay(
+        capture, lambda step: send_step(ctx, step), judged, **_preparation(ctx))]
     ctx.session.cache[key] = out
     return out

@@ -41,7 +41,7 @@ from conformance.report.artifacts import write_failure_folder
 from conformance.report.text import ConformanceFailure
 from conformance.suite.config import SuiteConfig
 from conformance.suite.session import Sent, SuiteSession
-from conformance.wire.dialect import dialect
+from conformance.wire.dialect import Dialect, dialect
 
 
 def test_key(item) -> str:
@@ -89,18 +89,20 @@ class CheckContext:
         return self.key.replace("::", "/")
 
     # ------------------------------------------------------------------ sending and judging
-    def send(self, api: str, path: str, request: dict | bytes, *, captured_headers: dict | None = None,
+    def send(self, api: str | Dialect, path: str, request: dict | bytes, *, captured_headers: dict | None = None,
              query: str = "", note: str = "", body: bytes | None = None, expect_error: bool = False) -> Sent:
-        """Send `request` (dict re-serialised as the clients do, or `body` bytes verbatim)."""
+        """Send `request` (dict re-serialised as the clients do, or `body` bytes verbatim) on the
+        wire `api` names (a user's name is converted here, once)."""
+        wire = dialect(api)
         data = body if body is not None else (request if isinstance(request, bytes) else serialize(request))
-        raw = self.session.send(api, path, data, captured_headers=captured_headers, query=query,
+        raw = self.session.send(wire, path, data, captured_headers=captured_headers, query=query,
                                 deadlines=self.settings.deadlines, label=f"{self.key} {note}".strip())
-        sent = Sent(api, path, request if isinstance(request, dict) else {}, raw, note, expect_error)
+        sent = Sent(wire, path, request if isinstance(request, dict) else {}, raw, note, expect_error)
         self.exchanges.append(sent)
         return sent
 
     def judge(self, sent: Sent, *, expect_model: str | None = None, turn: int | None = None) -> ExchangeVerdict:
-        verdict = check_exchange(sent.raw, sent.request, wire=sent.api, expect_model=expect_model, turn=turn)
+        verdict = check_exchange(sent.raw, sent.request, wire=sent.wire, expect_model=expect_model, turn=turn)
         self._verdicts[id(sent)] = verdict  # the exchange stays in self.exchanges, so its id stays its own
         self.add_verdict(verdict, turn=turn)
         if verdict.answered_model and not self.model:
@@ -202,7 +204,7 @@ class CheckContext:
 
     def _judged(self, sent: Sent) -> JudgedExchange:
         """One exchange with the target's verdict on it: the one `judge` gave, else judged now."""
-        wire = dialect(sent.api)
+        wire = sent.wire
         expect = self.settings.served_model((sent.request or {}).get("model"))
         path = urlsplit(sent.raw.url).path
         if sent.expect_error and sent.raw.status is not None:

@@ -9,6 +9,9 @@ Rules:
   Fixture override: a `conformance_overrides` fixture returning a dict of field names.
 - Options owned by other areas (engine URL, concurrency, repeat, ...) are read by name through
   `SuiteConfig.option(name)`; they need no field here.
+- The wire names (`--conformance-api`) are the registered wires', the client names
+  (`--conformance-client`) the registered client profiles' (plugin.py repeats both as its option
+  choices, kept equal by a test: loading the plugin loads neither registry).
 """
 
 from __future__ import annotations
@@ -19,10 +22,12 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from conformance.clients.profile import PROFILES
 from conformance.net.transport import Deadlines
+from conformance.wire.dialect import DIALECTS
 
-APIS = ("auto", "anthropic", "openai", "responses")
-CLIENTS = ("all", "claude-code", "opencode", "codex")
+APIS = ("auto", *DIALECTS)
+CLIENTS = ("all", *PROFILES)
 
 
 class ConfigError(ValueError):
@@ -66,12 +71,6 @@ class SuiteConfig:
         if sent is None:
             return None
         return self.model_map.get(sent, sent)
-
-    def sent_model(self, captured: str | None) -> str | None:
-        """The model name the suite sends for a captured request (before /v1/models fallback)."""
-        if self.model:
-            return self.model
-        return captured
 
     @classmethod
     def resolve(cls, *layers: dict[str, Any]) -> SuiteConfig:

@@ -16,11 +16,25 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import uuid
 from pathlib import Path
 
 import pytest
 
+from conformance.core.results import read_results
+from conformance.probes import progress
+from conformance.report.artifacts import prepare as prepare_report_dir
+from conformance.report.baseline import BaselineError
+from conformance.report.baseline import compare as compare_with_baseline
+from conformance.report.baseline import load as load_baseline
+from conformance.report.baseline import write as write_baseline
+from conformance.report.compare import write_run_settings
+from conformance.report.html import write_html
+from conformance.report.summary import write_summary
+from conformance.report.text import ConformanceFailure
+from conformance.suite.cases import all_cases, capture_wire, not_served_reason
+from conformance.suite.check_context import CheckContext, test_key
 from conformance.suite.config import ConfigError, SuiteConfig, cli_layer, raw_options
 from conformance.suite.session import SuiteSession
 
@@ -37,10 +51,8 @@ def configure(config: pytest.Config, key, suite_dir: Path) -> None:
         base = SuiteConfig.resolve(cli)
         baseline = None
         if base.baseline is not None:
-            from conformance.report.baseline import BaselineError, load
-
             try:
-                baseline = load(base.baseline)
+                baseline = load_baseline(base.baseline)
             except BaselineError as exc:
                 raise ConfigError(str(exc)) from None
     except ConfigError as exc:
@@ -58,9 +70,7 @@ def configure(config: pytest.Config, key, suite_dir: Path) -> None:
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args[:] = [str(suite_dir)]
     if _is_controller(config) and not config.getoption("collectonly", False):
-        from conformance.report.artifacts import prepare
-
-        prepare(session.report_dir)
+        prepare_report_dir(session.report_dir)
     if workerinput is None:
         _progress_past_capture(config)
 
@@ -68,10 +78,6 @@ def configure(config: pytest.Config, key, suite_dir: Path) -> None:
 def _progress_past_capture(config: pytest.Config) -> None:
     """The long probes' progress lines reach the terminal while pytest captures the test's output
     (xdist workers have no terminal: their lines stay in the captured output)."""
-    import sys
-
-    from conformance.probes import progress
-
     capman = config.pluginmanager.getplugin("capturemanager")
     if capman is None:
         return
@@ -147,12 +153,15 @@ def settings_for(node, session: SuiteSession, overrides: dict | None) -> SuiteCo
     return resolved.replace(run_token=session.config.run_token, raw_options=session.config.raw_options)
 
 
+def context_for(node, session: SuiteSession, settings: SuiteConfig) -> CheckContext:
+    """The CheckContext of one test (the `conformance_ctx` fixture)."""
+    return CheckContext(node, session, settings)
+
+
 # ----------------------------------------------------------------------------- reports and gate
 def on_call_report(item, call, report, session: SuiteSession) -> None:
     """A ConformanceFailure is shown as its formatted text (no traceback of the suite's own code),
     then the baseline gate applies."""
-    from conformance.report.text import ConformanceFailure
-
     exc = call.excinfo.value if call.excinfo is not None else None
     if report.failed and isinstance(exc, ConformanceFailure):
         report.longrepr = str(exc)
@@ -163,17 +172,13 @@ def apply_baseline(item, call, report, session: SuiteSession) -> None:
     baseline = getattr(session, "baseline", None)
     if baseline is None:
         return
-    from conformance.report.baseline import compare
-    from conformance.report.text import ConformanceFailure
-    from conformance.suite.check_context import test_key
-
     known = baseline.for_test(test_key(item))
     if report.failed:
         exc = call.excinfo.value if call.excinfo is not None else None
         if not isinstance(exc, ConformanceFailure):
             return
         failing = {v.check_id for v in exc.violations if v.is_error}
-        new, fixed = compare(known, failing)
+        new, fixed = compare_with_baseline(known, failing)
         if not new and not fixed:
             report.outcome = "skipped"
             report.wasxfail = "known failure (baseline): " + "; ".join(
@@ -209,8 +214,6 @@ def run_facts(session: SuiteSession) -> dict[str, str]:
 def not_run(pytest_session: pytest.Session, session: SuiteSession) -> dict[str, str]:
     """The corpora of a wire the target does not serve, skipped under --conformance-api auto:
     '<client> corpus' -> 'not run: why' for the summary (a skip must not read as a pass)."""
-    from conformance.suite.cases import all_cases, capture_api, not_served_reason
-
     cfg = session.config
     if cfg.api != "auto" or session.target_down() is not None:
         return {}
@@ -220,32 +223,25 @@ def not_run(pytest_session: pytest.Session, session: SuiteSession) -> dict[str, 
         return {}
     out: dict[str, str] = {}
     for capture in caps:
-        api = capture_api(capture)
+        wire = capture_wire(capture)
         key = f"{capture.client} corpus"
-        if key in out or cfg.client == capture.client:
+        if key in out or cfg.client == capture.client or wire is None:
             continue
-        if not session.serves(api):
-            out[key] = "not run: " + not_served_reason(session, api)
+        if not session.serves(wire):
+            out[key] = "not run: " + not_served_reason(session, wire)
     return out
 
 
 # ----------------------------------------------------------------------------- end of session
 def finish(pytest_session: pytest.Session, session: SuiteSession) -> None:
     config = pytest_session.config
-    from conformance.probes import progress
-
     progress.set_sink(None)  # the capture manager of this session ends with it
     if not _is_controller(config):
         return
-    from conformance.report.summary import write_summary
-
     cfg = session.config
     meta = {**run_facts(session), "salt": "on" if cfg.salt else "off", **not_run(pytest_session, session)}
     session.summary_path = write_summary(session.report_dir, meta)
     # report.html and the run's settings (what `conformance report compare` reads), once, here
-    from conformance.report.compare import write_run_settings
-    from conformance.report.html import write_html
-
     if session.results_dir.is_dir():  # a run that recorded nothing (collect-only, no test) gets no report
         write_run_settings(session.results_dir, {**meta, "markers": config.getoption("markexpr", "") or ""},
                            {"salt": cfg.salt, "deadline_connect": cfg.deadline_connect,
@@ -254,9 +250,6 @@ def finish(pytest_session: pytest.Session, session: SuiteSession) -> None:
                             "model": cfg.model or "", "api": cfg.api})
         session.html_path = write_html(session.report_dir, meta, baseline=getattr(session, "baseline", None))
     if cfg.baseline_write is not None:
-        from conformance.core.results import read_results
-        from conformance.report.baseline import write
-
         failures: dict[str, set[str]] = {}
         messages: dict[str, str] = {}
         results_dir = session.results_dir
@@ -266,7 +259,7 @@ def finish(pytest_session: pytest.Session, session: SuiteSession) -> None:
             if r.outcome in ("failed", "error") and r.violations:
                 failures.setdefault(r.test_id, set()).add(r.check_id)
                 messages.setdefault(r.test_id, r.message[:120])
-        session.baseline_written = write(cfg.baseline_write, failures, target=cfg.target or "", messages=messages)
+        session.baseline_written = write_baseline(cfg.baseline_write, failures, target=cfg.target or "", messages=messages)
 
 
 def terminal_summary(tr, session: SuiteSession) -> None:

@@ -35,13 +35,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from conformance import __version__
 from conformance.core.results import Result, ResultsWriter
 from conformance.net.client import headers_for
 from conformance.net.target import Target
 from conformance.net.transport import Deadlines, Limits, RawExchange, probe
 from conformance.suite.config import SuiteConfig
 from conformance.wire import CHAT
-from conformance.wire.dialect import DIALECTS, dialect
+from conformance.wire.dialect import Dialect, dialect
 
 _PROBE = Deadlines(connect=3.0, first_content=5.0, total=8.0)
 # Does an endpoint exist? An empty body is refused at once by a live endpoint; a target that
@@ -59,7 +60,7 @@ MINIMAL_DEADLINES = Deadlines(connect=10.0, first_content=20.0, total=40.0)
 class Sent:
     """One exchange the suite made: what was sent (body as dict and bytes) and what came back."""
 
-    api: str
+    wire: Dialect
     path: str
     request: dict[str, Any]
     raw: RawExchange
@@ -79,10 +80,10 @@ class SuiteSession:
         self._lock = threading.Lock()
         self._writer: ResultsWriter | None = None
         self._models: list[str] | None = None
-        self._apis: dict[str, bool] = {}
+        self._served: dict[str, bool] = {}  # wire name -> served (probed once)
+        # --conformance-api: the one wire the user said the target serves (None: auto, probed)
+        self.forced_wire: Dialect | None = None if config.api == "auto" else dialect(config.api)
         # What the user told (in every process, xdist workers included); detection adds to it.
-        from conformance import __version__
-
         told = {"engine": config.engine_version, "router": config.router_version}
         self.versions: dict[str, str] = {"suite": __version__, **{k: v for k, v in told.items() if v}}
         self.cli_layer: dict[str, Any] = {}
@@ -142,7 +143,7 @@ class SuiteSession:
 
     def send(
         self,
-        api: str,
+        wire: Dialect | None,
         path: str,
         body: bytes,
         *,
@@ -153,23 +154,24 @@ class SuiteSession:
         headers: dict[str, str] | None = None,
         label: str = "",
     ) -> RawExchange:
-        """Send one request to the target with the client's headers, under the deadlines."""
+        """Send one request on `wire` (None: a request of no wire) to the target with the client's
+        headers, under the deadlines."""
         target = self.target
         url = target.url(path, query)
         down = self._down
         if down is not None:
-            hdrs = headers if headers is not None else target.headers(api, captured_headers)
+            hdrs = headers if headers is not None else target.headers(wire, captured_headers)
             return RawExchange(method, url, hdrs, body, error_kind="connect",
                                error=f"the target is down (first failure: {down}); not sent")
         hung = self._hung
         if hung is not None:
-            hdrs = headers if headers is not None else target.headers(api, captured_headers)
+            hdrs = headers if headers is not None else target.headers(wire, captured_headers)
             return RawExchange(method, url, hdrs, body, error_kind=hung[0], error=hung[1])
-        raw = target.send_sync(api, path, body, method=method, query=query, captured_headers=captured_headers,
+        raw = target.send_sync(wire, path, body, method=method, query=query, captured_headers=captured_headers,
                                headers=headers, deadlines=deadlines)
         self._note_versions(raw)
         if not label.startswith("probe "):
-            self._count_hang(api, body, raw, label or f"{method} {url}")
+            self._count_hang(wire, body, raw, label or f"{method} {url}")
         if raw.error_kind == "connect":
             self.mark_down(f"{label or url}: {raw.error}")
         elif raw.error_kind in ("read", "protocol"):
@@ -187,7 +189,7 @@ class SuiteSession:
         value = self.config.option("hang_after", HANG_AFTER)
         return int(value)
 
-    def _count_hang(self, api: str, body: bytes, raw: RawExchange, label: str) -> None:
+    def _count_hang(self, wire: Dialect | None, body: bytes, raw: RawExchange, label: str) -> None:
         k = self._hang_after()
         if k <= 0:
             return
@@ -202,7 +204,7 @@ class SuiteSession:
                 return
             run, first = self._hang_run, self._hang_first
             self._hang_run, self._hang_first = 0, ""
-        minimal = self._minimal_request(api, body)
+        minimal = self._minimal_request(wire or CHAT, body)
         if minimal.error_kind not in _HANG_KINDS or minimal.first_content_at is not None:
             return  # it answers: the hangs were those requests' own; every test keeps its verdict
         off = "--conformance-hang-after 0"
@@ -214,9 +216,8 @@ class SuiteSession:
             if self._hung is None:
                 self._hung = (minimal.error_kind or "deadline_total", text)
 
-    def _minimal_request(self, api: str, sent_body: bytes) -> RawExchange:
-        """The smallest streamed one-turn request on `api`'s wire (the model of the hung request)."""
-        wire = DIALECTS.get(api) or dialect(CHAT.name)
+    def _minimal_request(self, wire: Dialect, sent_body: bytes) -> RawExchange:
+        """The smallest streamed one-turn request on `wire` (the model of the hung request)."""
         model = None
         try:
             parsed = json.loads(sent_body or b"{}")
@@ -230,14 +231,14 @@ class SuiteSession:
                               min(mine.first_content, MINIMAL_DEADLINES.first_content),
                               min(mine.total, MINIMAL_DEADLINES.total))
         data = json.dumps(request, separators=(",", ":")).encode()
-        return self.target.send_sync(wire.name, wire.generation_path, data, deadlines=deadlines)
+        return self.target.send_sync(wire, wire.generation_path, data, deadlines=deadlines)
 
     def get_json(self, path: str) -> tuple[int | None, Any]:
         """GET a JSON document from the target (probe deadlines); (status, parsed or None)."""
         if self._down is not None:
             return None, None
         # The target's own documents (/v1/models, /version) take the key as a bearer token.
-        hdrs = headers_for(CHAT.name, self.config.api_key, {}) if self.config.api_key else {"accept-encoding": "identity"}
+        hdrs = headers_for(CHAT, self.config.api_key, {}) if self.config.api_key else {"accept-encoding": "identity"}
         raw = self.target.send_sync(None, path, method="GET", headers=hdrs, deadlines=_PROBE)
         self._note_versions(raw)
         if raw.status is None:
@@ -274,18 +275,18 @@ class SuiteSession:
             return captured
         return listed[0]
 
-    def serves(self, api: str) -> bool:
-        """Does the target serve this API? Fixed by --conformance-api, else probed once."""
-        if self.config.api != "auto":
-            return api == self.config.api
-        if api not in self._apis:
-            path = dialect(api).generation_path
+    def serves(self, wire: Dialect) -> bool:
+        """Does the target serve this wire? Fixed by --conformance-api, else probed once."""
+        if self.forced_wire is not None:
+            return wire is self.forced_wire
+        if wire.name not in self._served:
+            path = wire.generation_path
             cap = min(_API_PROBE.total, self.config.deadline_total)
-            raw = self.send(api, path, b"{}", deadlines=Deadlines(_API_PROBE.connect, cap, cap), label=f"probe {path}")
+            raw = self.send(wire, path, b"{}", deadlines=Deadlines(_API_PROBE.connect, cap, cap), label=f"probe {path}")
             # An endpoint that exists rejects an empty body with 4xx (400/422) or answers; a missing
             # one gives 404/405/501. A dead target is reported by the tests themselves.
-            self._apis[api] = raw.status is None or raw.status not in (404, 405, 501)
-        return self._apis[api]
+            self._served[wire.name] = raw.status is None or raw.status not in (404, 405, 501)
+        return self._served[wire.name]
 
     # ------------------------------------------------------------------ versions
     def _note_versions(self, raw: RawExchange) -> None:

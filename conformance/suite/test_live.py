@@ -21,10 +21,12 @@ from collections import defaultdict
 
 import pytest
 
+from conformance.core.versions import version_key
 from conformance.loop.driver import find_template
 from conformance.loop.live import ClientNotFound, find_binary, find_release_binary, run_live
 from conformance.loop.scenarios import get_scenario
 from conformance.suite import cases
+from conformance.wire.dialect import dialect
 
 pytestmark = pytest.mark.live
 
@@ -43,7 +45,7 @@ def selected_releases(config, client: str) -> list[str | None]:
     except pytest.UsageError:
         return [None]  # reported by the replay tests; the live test runs the CLI found as before
     found = {c.client_version for c in caps if c.client == client and c.client_version}
-    return sorted(found, key=cases.version_key, reverse=True) or [None]
+    return sorted(found, key=version_key, reverse=True) or [None]
 
 
 def pytest_generate_tests(metafunc):
@@ -91,7 +93,7 @@ def test_live_client(client, api, release, scenario_id, conformance_ctx, tmp_pat
     ctx.api, ctx.case = api, scenario_id
     if ctx.session.target_down() is not None:
         ctx.fail_target_down()
-    if not ctx.session.serves(api):
+    if not ctx.session.serves(dialect(api)):
         pytest.skip(f"the target does not serve the {api} API that {client} speaks")
     binary = _binary(ctx.item.config, client, release)
     settings = ctx.settings

@@ -16,9 +16,9 @@ import pytest
 from conformance.loop.driver import LoopDriver, find_template, scenario_runs_on
 from conformance.loop.scenarios import load_scenarios
 from conformance.loop.tools import CLIENT_FOR_API
-from conformance.suite.cases import require_api
+from conformance.suite.cases import require_wire
 from conformance.suite.session import Sent
-from conformance.wire import ANTHROPIC, CHAT, RESPONSES
+from conformance.wire import ANTHROPIC, CHAT, RESPONSES, dialect
 
 pytestmark = pytest.mark.loop
 
@@ -34,7 +34,7 @@ def test_loop(scenario, api, conformance_ctx, tmp_path):
     ctx.case = scenario.id
     if ctx.session.target_down() is not None:
         ctx.fail_target_down()
-    require_api(ctx, api)
+    require_wire(ctx, dialect(api))
     settings = ctx.settings
     if settings.client not in ("all", CLIENT_FOR_API[api]):
         pytest.skip(f"--conformance-client {settings.client}: the {api} loop runs as {CLIENT_FOR_API[api]}")
@@ -43,7 +43,7 @@ def test_loop(scenario, api, conformance_ctx, tmp_path):
     ctx.model = model or ""
 
     def sender(req, body: bytes):
-        return ctx.session.send(api, req.path, body, captured_headers=req.headers, query=req.query,
+        return ctx.session.send(dialect(api), req.path, body, captured_headers=req.headers, query=req.query,
                                 deadlines=settings.deadlines, label=f"{ctx.key} loop")
 
     driver = LoopDriver(settings.target, api, model=model, expect_model=settings.served_model(model),
@@ -52,7 +52,7 @@ def test_loop(scenario, api, conformance_ctx, tmp_path):
                         salt_token=settings.run_token if settings.salt else None)
     report = driver.run(scenario)
     for turn in report.turns:
-        ctx.exchanges.append(Sent(api, template.request.path, turn.request, turn.raw, note=f"turn {turn.turn}"))
+        ctx.exchanges.append(Sent(dialect(api), template.request.path, turn.request, turn.raw, note=f"turn {turn.turn}"))
     test_id = ctx.key
     for r in report.results(test_id, model=ctx.model):
         ctx.outcome(r.check_id, r.outcome, message=r.message, details=r.details, turn=r.turn,

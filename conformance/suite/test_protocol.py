@@ -14,9 +14,9 @@ import pytest
 
 from conformance.checks import suite as suite_checks
 from conformance.checks.error_answer import check_error_answer
+from conformance.core.verdict import outcome_of
 from conformance.suite import cases
-from conformance.suite.cases import capture_api, prepared_body, require_api
-from conformance.wire.dialect import DIALECTS, dialect
+from conformance.suite.cases import capture_wire, prepared, require_wire
 
 
 def pytest_generate_tests(metafunc):
@@ -25,58 +25,58 @@ def pytest_generate_tests(metafunc):
     caps, why = cases.all_cases(metafunc.config)
     firsts = {}
     for c in caps:
-        api = capture_api(c)
-        if api in DIALECTS and api not in firsts:  # a model API (not "other")
-            firsts[api] = c
+        wire = capture_wire(c)
+        if wire is not None and wire.name not in firsts:  # one per wire, test id = the wire's name
+            firsts[wire.name] = c
     if not firsts:
         metafunc.parametrize("api_capture", [cases.NoCaptures(why or "no capture of a model API")],
                              ids=["no-captures"])
         return
-    apis = sorted(firsts)
-    metafunc.parametrize("api_capture", [firsts[a] for a in apis], ids=apis)
+    names = sorted(firsts)
+    metafunc.parametrize("api_capture", [firsts[n] for n in names], ids=names)
 
 
 def _start(ctx, capture):
+    """(the capture's first model request, its wire)."""
     if isinstance(capture, cases.NoCaptures):
         cases.fail_no_captures(ctx, capture)
-    ctx.api = capture_api(capture)
-    require_api(ctx, ctx.api, capture)
-    return capture.main_exchanges()[0]
+    wire = capture_wire(capture)
+    ctx.api = wire.name
+    require_wire(ctx, wire, capture)
+    return capture.main_exchanges()[0], wire
 
 
 def test_error_envelope(api_capture, conformance_ctx):
     ctx = conformance_ctx
-    first = _start(ctx, api_capture)
-    body, _ = prepared_body(ctx, first)
-    invalid, what = dialect(ctx.api).invalid_request(body or {})
-    sent = ctx.send(ctx.api, first.request.path, invalid, captured_headers=first.request.headers,
+    first, wire = _start(ctx, api_capture)
+    invalid, what = wire.invalid_request(prepared(ctx, first).body or {})
+    sent = ctx.send(wire, first.request.path, invalid, captured_headers=first.request.headers,
                     query=first.request.query, note=f"deliberately invalid: {what}", expect_error=True)
     raw = sent.raw
     if raw.status is None:
         ctx.judge(sent)  # transport failure: reported by the exchange judge (reachable / deadline)
     else:
-        violations = check_error_answer(raw, dialect(ctx.api))
+        violations = check_error_answer(raw, wire)
         errors = [v for v in violations if v.is_error]
         for v in violations:
             if v.check_id != suite_checks.ERROR_ENVELOPE:
-                ctx.outcome(v.check_id, "failed" if v.is_error else "warning", violations=[v])
+                ctx.outcome(v.check_id, outcome_of([v]), violations=[v])
         own = [v for v in violations if v.check_id == suite_checks.ERROR_ENVELOPE]
         if errors:
             ctx.outcome(suite_checks.ERROR_ENVELOPE, "failed", violations=own, message=errors[0].message)
         else:
-            ctx.outcome(suite_checks.ERROR_ENVELOPE, "passed", message=f"HTTP {raw.status} in the {ctx.api} error envelope")
-    ctx.finish(f"{ctx.api}: error envelope")
+            ctx.outcome(suite_checks.ERROR_ENVELOPE, "passed", message=f"HTTP {raw.status} in the {wire.name} error envelope")
+    ctx.finish(f"{wire.name}: error envelope")
 
 
 def test_nonstream(api_capture, conformance_ctx):
     ctx = conformance_ctx
-    first = _start(ctx, api_capture)
-    body, _ = prepared_body(ctx, first)
+    first, wire = _start(ctx, api_capture)
+    body = prepared(ctx, first).body
     if body is None:
         pytest.skip("the first captured request has no JSON body")
-    derived = {k: v for k, v in body.items() if k != "stream_options"}
-    derived["stream"] = False
-    sent = ctx.send(ctx.api, first.request.path, derived, captured_headers=first.request.headers,
+    derived = wire.with_stream(body, False)
+    sent = ctx.send(wire, first.request.path, derived, captured_headers=first.request.headers,
                     query=first.request.query, note="the captured request with stream: false")
     ctx.judge(sent, expect_model=ctx.settings.served_model(derived.get("model")))
-    ctx.finish(f"{ctx.api}: non-stream response")
+    ctx.finish(f"{wire.name}: non-stream response")

@@ -15,12 +15,19 @@ Each test is parametrized over the captures (test id = client/case, see suite/ca
 from __future__ import annotations
 
 import re
+from urllib.parse import urlsplit
 
 from conformance.checks import identity
 from conformance.checks import suite as suite_checks
+from conformance.checks.exchange import check_exchange
+from conformance.clients.profile import profile
+from conformance.core.registry import violation
+from conformance.layers.attribution import attribute
+from conformance.net.client import serialize
 from conformance.suite import cases
-from conformance.suite.cases import NoCaptures, capture_api, replay, require_api
-from conformance.wire.dialect import DIALECTS, dialect
+from conformance.suite.cases import NoCaptures, capture_wire, prepared, replay, require_wire, send_step
+from conformance.suite.replay import check
+from conformance.wire.dialect import Dialect, dialect
 
 
 def pytest_generate_tests(metafunc):
@@ -28,31 +35,35 @@ def pytest_generate_tests(metafunc):
         return
     name = metafunc.function.__name__
     if name == "test_count_tokens":
-        cases.parametrize(metafunc, lambda c: _counts_tokens(capture_api(c)) and c.client == "claude-code")
+        cases.parametrize(metafunc, _calls_count_tokens)
     elif name == "test_quoted_variant":
-        cases.parametrize(metafunc, lambda c: capture_api(c) in DIALECTS)
+        cases.parametrize(metafunc, lambda c: capture_wire(c) is not None)
     elif name == "test_stop_sequence":  # a wire without stop sequences (Responses) has nothing to test
-        cases.parametrize(metafunc, lambda c: capture_api(c) in DIALECTS
-                          and dialect(capture_api(c)).stop_sequences_key is not None)
+        cases.parametrize(metafunc, lambda c: (w := capture_wire(c)) is not None and w.stop_sequences_key is not None)
     else:
         cases.parametrize(metafunc)
 
 
-def _counts_tokens(api: str) -> bool:
-    """Does this wire have a count_tokens endpoint (Anthropic's)?"""
-    return api in DIALECTS and dialect(api).count_tokens_path is not None
+def _calls_count_tokens(capture) -> bool:
+    """The capture's wire has a count_tokens endpoint and its client calls it: a client whose own
+    wire that is (Claude Code counts tokens before its turns; opencode on the same wire does not)."""
+    wire, client = capture_wire(capture), profile(capture.client)
+    return wire is not None and wire.count_tokens_path is not None and client.wires[:1] == (wire,)
 
 
-def _start(ctx, capture):
+def _start(ctx, capture) -> Dialect:
+    """The capture's wire, once the target is known to serve it."""
     if isinstance(capture, NoCaptures):
         cases.fail_no_captures(ctx, capture)
     ctx.for_capture(capture)
-    require_api(ctx, ctx.api)
-    return ctx
+    wire = capture_wire(capture)
+    require_wire(ctx, wire)
+    return wire
 
 
 def test_replay(capture, conformance_ctx):
-    ctx = _start(conformance_ctx, capture)
+    ctx = conformance_ctx
+    _start(ctx, capture)
     replayed = replay(ctx, capture)
     models = [(turn, v.answered_model) for turn, (_, v) in enumerate(replayed, 1) if v.answered_model]
     if len(models) > 1:  # the turns of one captured loop: the same model must answer each
@@ -66,8 +77,7 @@ def test_replay(capture, conformance_ctx):
 
 
 # --------------------------------------------------------------------------- incremental delivery
-def _content_times(events, api: str) -> list[float]:
-    wire = dialect(api)
+def _content_times(events, wire: Dialect) -> list[float]:
     return [ev.t for ev in events if getattr(ev, "t", None) is not None and wire.delivers_content(ev)]
 
 
@@ -86,9 +96,9 @@ FASTEST_EVENTS_PER_S = 5000.0
 SHORT_STREAM_SPREAD_SECONDS = 0.02
 
 
-def judge_incremental(events, api: str, elapsed: float) -> tuple[str, str]:
+def judge_incremental(events, wire: Dialect, elapsed: float) -> tuple[str, str]:
     """(outcome, text): content must not all arrive at the end of a stream long enough to tell."""
-    times = _content_times(events, api)
+    times = _content_times(events, wire)
     last = max((getattr(e, "t", None) or 0.0) for e in events) if events else 0.0
     if len(times) < 3:
         return "unverifiable", f"only {len(times)} content event(s): too short to tell"
@@ -116,20 +126,15 @@ def _engine_delivery(ctx, sent, found) -> tuple[str, str] | None:
     engine_url = ctx.settings.engine_url
     if not engine_url:
         return None
-    from urllib.parse import urlsplit
-
-    from conformance.checks.exchange import check_exchange
-    from conformance.layers.attribution import attribute
-
     seen: list[tuple[str, str]] = []
 
     def judge_engine(raw, body, api):
         verdict = check_exchange(raw, body, wire=api)
         if verdict.events and not verdict.errors:
-            seen.append(judge_incremental(verdict.events, api, raw.elapsed))
+            seen.append(judge_incremental(verdict.events, dialect(api), raw.elapsed))
         return []
 
-    attribute(sent.request, [found], engine_url, wire=sent.api, client_path=urlsplit(sent.raw.url).path,
+    attribute(sent.request, [found], engine_url, wire=sent.wire, client_path=urlsplit(sent.raw.url).path,
               deadlines=ctx.settings.deadlines, extra_judge=judge_engine)
     return seen[0] if seen else None
 
@@ -139,27 +144,23 @@ CONFIRM_BUFFERED = 2
 
 def _resend(ctx, capture, turn: int):
     """Send the turn-th captured request again and judge its delivery; None if it did not stream."""
-    from conformance.checks.exchange import check_exchange
-    from conformance.suite.cases import prepared_body
-
-    ex = capture.main_exchanges()[turn - 1]
-    body, data = prepared_body(ctx, ex)
-    sent = ctx.send(ex.request.api, ex.request.path, body or {}, captured_headers=ex.request.headers,
-                    query=ex.request.query, note=f"exchange {turn} again (confirming buffered delivery)", body=data)
-    verdict = check_exchange(sent.raw, sent.request, wire=sent.api)
+    step = prepared(ctx, capture.main_exchanges()[turn - 1], turn)
+    sent = send_step(ctx, step, note=f"exchange {turn} again (confirming buffered delivery)")
+    verdict = check(step, sent.raw)
     if not verdict.events or verdict.errors:
         return None
-    return judge_incremental(verdict.events, sent.api, sent.raw.elapsed)
+    return judge_incremental(verdict.events, sent.wire, sent.raw.elapsed)
 
 
 def test_stream_incremental(capture, conformance_ctx):
-    ctx = _start(conformance_ctx, capture)
+    ctx = conformance_ctx
+    _start(ctx, capture)
     judged = 0
     for turn, (sent, verdict) in enumerate(replay(ctx, capture, judge=False), 1):
         if not verdict.stream or not verdict.events or verdict.errors:
             continue
         judged += 1
-        outcome, text = judge_incremental(verdict.events, sent.api, sent.raw.elapsed)
+        outcome, text = judge_incremental(verdict.events, sent.wire, sent.raw.elapsed)
         # Arrival times are when this process read the bytes: a client starved of CPU reads a
         # well-paced stream in one go. A buffering router does it every time, so confirm twice.
         for _ in range(CONFIRM_BUFFERED if outcome == "failed" else 0):
@@ -173,8 +174,6 @@ def test_stream_incremental(capture, conformance_ctx):
         if outcome == "failed":
             # Behind a router: an engine that itself answers in one burst makes the router's stream
             # look buffered when the router only added latency before it.
-            from conformance.core.registry import violation
-
             engine = _engine_delivery(ctx, sent, violation(suite_checks.STREAM_INCREMENTAL, text, turn=turn))
             if engine is not None:
                 e_outcome, e_text = engine
@@ -207,24 +206,19 @@ def _answer_identity(sent, verdict, headers: tuple[str, ...]) -> dict[str, str]:
 
 
 def test_quoted_variant(capture, conformance_ctx):
-    from conformance.net.client import serialize
-    from conformance.suite.cases import prepared_body
-
-    ctx = _start(conformance_ctx, capture)
+    ctx = conformance_ctx
+    wire = _start(ctx, capture)
     base_sent, base = replay(ctx, capture, judge=False)[0]
     first = capture.main_exchanges()[0]
-    body, _ = prepared_body(ctx, first)
-    variant_body = dialect(first.request.api).quoted(body or {})
+    variant_body = wire.quoted(prepared(ctx, first).body or {})
     if variant_body is None:
         ctx.outcome(suite_checks.VARIANTS_VERDICT, "unverifiable", message="the request has no user prompt text to quote")
         ctx.finish()
         return
-    sent = ctx.send(first.request.api, first.request.path, variant_body, captured_headers=first.request.headers,
+    sent = ctx.send(wire, first.request.path, variant_body, captured_headers=first.request.headers,
                     query=first.request.query, note="prompt wrapped in literal double quotes",
                     body=serialize(variant_body))
-    from conformance.checks.exchange import check_exchange
-
-    variant = check_exchange(sent.raw, variant_body, wire=sent.api,
+    variant = check_exchange(sent.raw, variant_body, wire=wire,
                              expect_model=ctx.settings.served_model(variant_body.get("model")), turn=1)
     # Which model answered is judged by suite.variants.same_model below, not twice.
     a = {c for c in base.failed_checks if not c.startswith("identity.")}
@@ -251,17 +245,15 @@ def test_quoted_variant(capture, conformance_ctx):
 
 # --------------------------------------------------------------------------- count_tokens
 def test_count_tokens(capture, conformance_ctx):
-    from conformance.suite.cases import prepared_body
-
-    ctx = _start(conformance_ctx, capture)
+    ctx = conformance_ctx
+    wire = _start(ctx, capture)
     first = capture.main_exchanges()[0]
-    if first.request.path.endswith("/count_tokens"):
-        body, _ = prepared_body(ctx, first)
-    else:
-        body = dialect(first.request.api).count_tokens_request(prepared_body(ctx, first)[0] or {})
+    body = prepared(ctx, first).body
+    if not wire.is_count_tokens(first.request.path):
+        body = wire.count_tokens_request(body or {})
     base_path = first.request.path.rstrip("/")
     path = base_path if base_path.endswith("/count_tokens") else base_path + "/count_tokens"
-    sent = ctx.send(ctx.api, path, body, captured_headers=first.request.headers, query=first.request.query,
+    sent = ctx.send(wire, path, body, captured_headers=first.request.headers, query=first.request.query,
                     note="count_tokens for the captured request")  # the capture's API: the one with count_tokens
     verdict = ctx.judge(sent)
     if suite_checks.COUNT_TOKENS not in verdict.outcomes and not verdict.errors:
@@ -294,12 +286,8 @@ def _reached(text: str, before: str, stop: str) -> bool:
 
 
 def test_stop_sequence(capture, conformance_ctx):
-    from conformance.net.client import serialize
-    from conformance.suite.cases import prepared_body
-
-    ctx = _start(conformance_ctx, capture)
-    api = ctx.api
-    wire = dialect(api)
+    ctx = conformance_ctx
+    wire = _start(ctx, capture)
     # The first exchange whose answer has enough text to take a stop sequence from (in a tool
     # loop that is the final answer, not the tool call).
     base = body = first = stop = None
@@ -309,22 +297,19 @@ def test_stop_sequence(capture, conformance_ctx):
         if any(c.startswith("tools.") for c in verdict.failed_checks):
             continue  # a tool call written as text is no answer to take a stop sequence from
         candidate = _pick_stop(text)
-        if candidate and isinstance(ex.request.body, dict) and not ex.request.path.endswith("/count_tokens"):
+        if candidate and isinstance(ex.request.body, dict) and not wire.is_count_tokens(ex.request.path):
             base, first, stop, before = verdict, ex, candidate, text
-            body, _ = prepared_body(ctx, ex)
+            body = prepared(ctx, ex).body
             break
     if body is None or stop is None:
         ctx.outcome(suite_checks.STOP_SEQUENCE, "unverifiable",
                     message="the target's answer to this request has too little text to pick a stop sequence from")
         ctx.finish()
         return
-    derived = dict(body)
-    derived[wire.stop_sequences_key] = [stop]
-    sent = ctx.send(api, first.request.path, derived, captured_headers=first.request.headers,
+    derived = wire.with_stop_sequences(body, [stop])
+    sent = ctx.send(wire, first.request.path, derived, captured_headers=first.request.headers,
                     query=first.request.query, note=f"stop sequence {stop!r}", body=serialize(derived))
-    from conformance.checks.exchange import check_exchange
-
-    verdict = check_exchange(sent.raw, derived, wire=api)
+    verdict = check_exchange(sent.raw, derived, wire=wire)
     # Problems the plain replay also has are test_replay's to report; only what the stop sequence
     # changed counts here (a refusal of the field, a stream that breaks only with it).
     known = set(base.failed_checks)

@@ -20,7 +20,6 @@ import pytest
 from conformance.checks.translation import INJECTION, judged_ids
 from conformance.layers.hop import PROBE_WIRE, log_total, observe_hop, probe_requests
 from conformance.suite import cases
-from conformance.wire.dialect import DIALECTS, dialect
 
 pytestmark = pytest.mark.translation
 
@@ -30,7 +29,7 @@ PROBES = ("turn1", "turn2", "turn1-nonstream", "injection")
 def _judged_capture(capture) -> bool:
     """A capture whose client wire has translation rules (an Anthropic client's hop; a Responses
     client's, Codex through a Responses router, whose request fields must arrive with the same effect)."""
-    wire = DIALECTS.get(cases.capture_api(capture))  # a capture of no known wire has none
+    wire = cases.capture_wire(capture)  # a capture of no known wire has none
     return wire is not None and bool(judged_ids(wire))
 
 
@@ -57,24 +56,23 @@ def test_translation(translation_case, conformance_ctx):
     injection = kind == "injection"
     if injection and not ctx.settings.option("injection_route"):
         pytest.skip("the injection-route check is opt-in: pass --conformance-injection-route for a router that claims one")
-    api = cases.capture_api(capture) if capture is not None else PROBE_WIRE.name
-    wire = dialect(api)
-    ctx.api = api
-    cases.require_api(ctx, api)
+    wire = cases.capture_wire(capture) if capture is not None else PROBE_WIRE
+    ctx.api = wire.name
+    cases.require_wire(ctx, wire)
     if capture is not None:
         ctx.for_capture(capture)
         # A capture of translated requests: its first request. A capture of items (Codex, store
         # false): its last, whose input holds every item the earlier turns made (reasoning, calls, outputs).
         mains = capture.main_exchanges()
         chosen = mains[-1] if wire.carries_items else mains[0]
-        body, _ = cases.prepared_body(ctx, chosen)
+        body = cases.prepared(ctx, chosen).body
         path, query, headers = chosen.request.path, chosen.request.query, chosen.request.headers
     else:
         body = probe_requests(ctx.session.model_for(None, ctx.settings) or "", injection=injection)[kind]
         path, query, headers = PROBE_WIRE.generation_path, "", None
     body = dict(body or {})
     since = log_total(engine_url)
-    sent = ctx.send(api, path, body, captured_headers=headers, query=query, note=f"translation {kind}")
+    sent = ctx.send(wire, path, body, captured_headers=headers, query=query, note=f"translation {kind}")
     verdict = ctx.judge(sent, expect_model=ctx.settings.served_model(body.get("model")))
     judged = judged_ids(wire)
     if since is None:

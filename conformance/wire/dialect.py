@@ -197,7 +197,7 @@ def function_call_from_text(call_id: str, name: str, args: Any, pointer: str,
 
 
 # ----------------------------------------------------------------------------- the Dialect
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # one object per wire: equal only to itself, hashable
 class Dialect:
     """What one wire is; subclasses hold the readers and writers that differ between wires."""
 
@@ -452,7 +452,21 @@ class Dialect:
     def system_entries(self, request: dict | None) -> list[Entry]:
         """Mid-conversation system entries (a chat wire's leading system message is its system
         prompt, not one of these)."""
-        return [e for e in self.entries(request) if e.index > 0 and e.value.get("role") == "system"]
+        return [e for e in self.entries(request) if self._is_system_role_entry(e.index, e.value)]
+
+    def _is_system_role_entry(self, index: int, entry: Any) -> bool:
+        """A `role: system` entry after the conversation's first: what `without_system_entries`
+        removes and `system_role_turns` reads."""
+        return index > 0 and isinstance(entry, dict) and entry.get("role") == "system"
+
+    def system_role_turns(self, request: dict | None) -> list[Turn]:
+        """The `role: system` entries after the conversation's first, as turns: Claude Code's
+        mid-conversation system entries (a `content: []` one reads as a turn with no text),
+        exactly what `without_system_entries` removes. A chat wire's leading system message is
+        its system prompt, a Responses developer message an instruction of that wire: neither is
+        one, whatever `system_entries` of that wire counts."""
+        indexes = {e.index for e in self.entries(request) if self._is_system_role_entry(e.index, e.value)}
+        return [t for t in self.turns(request) if t.index in indexes]
 
     # ---- readers of a request: everything else ---------------------------------------------
     def offered_tools(self, request: dict | None) -> dict[str, dict | None]:
@@ -464,6 +478,32 @@ class Dialect:
         hosted or namespaced tools: plain functions from `offered_tools`)."""
         return [OfferedTool(name, schema, "function" if schema is not None else "hosted")
                 for name, schema in self.offered_tools(request).items()]
+
+    def tool_definitions(self, request: dict | None) -> list[dict]:
+        """The raw tool definitions the request offers, as sent (in this wire's shape, in order)."""
+        tools = (request or {}).get("tools")
+        return [t for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
+
+    def deferred_tools(self, request: dict | None) -> list[str]:
+        """The tools offered with `defer_loading: true` (callable only once a tool search loads
+        them: Claude Code's deferred tools), by name, in order."""
+        return [name for t in self.tool_definitions(request)
+                if t.get("defer_loading") is True and (name := self.tool_name(t)) is not None]
+
+    def thinking_display(self, request: dict | None) -> Any:
+        """How the request asks thinking to be shown (Anthropic `thinking.display`; None: not asked)."""
+        return None
+
+    def last_tool_result(self, request: dict | None) -> str | None:
+        """The call id the last turn's tool result answers, where this wire's tool-result writers
+        (`with_tool_result_image`, `with_replayed_blocks`, `with_tool_reference`) can change it;
+        None: no such result (or a wire without those writers)."""
+        return None
+
+    def system_block_text(self, request: dict | None, prefix: str) -> str | None:
+        """The first text block of a block-list system prompt that starts with `prefix` (Claude
+        Code's `x-anthropic-billing-header:` block); None: none, or a wire without system blocks."""
+        return None
 
     def tool_name(self, tool: Any) -> str | None:
         """The name of one raw tool definition as this wire writes it (None: none)."""
@@ -588,13 +628,56 @@ class Dialect:
         return out
 
     def without_system_entries(self, request: dict) -> dict:
-        """The request without mid-conversation system entries."""
+        """The request without mid-conversation system entries (`system_role_turns`)."""
         out = copy.deepcopy(request)
         items = out.get(self.conversation_key)
         if isinstance(items, list):
-            out[self.conversation_key] = [m for i, m in enumerate(items)
-                                          if not (i > 0 and isinstance(m, dict) and m.get("role") == "system")]
+            out[self.conversation_key] = [m for i, m in enumerate(items) if not self._is_system_role_entry(i, m)]
         return out
+
+    def without_thinking_display(self, request: dict) -> dict:
+        """The request without a thinking display setting (`thinking_display`)."""
+        return copy.deepcopy(request)
+
+    def with_stream(self, request: dict, stream: bool) -> dict:
+        """The request asking for a streamed answer or a whole one (without `stream_options`,
+        which chat and Responses accept only on a streamed request)."""
+        out = copy.deepcopy(request)
+        out["stream"] = stream
+        if not stream:
+            out.pop("stream_options", None)
+        return out
+
+    def with_stop_sequences(self, request: dict, stops: list[str]) -> dict:
+        """The request stopping at `stops` (ValueError on a wire without stop sequences)."""
+        if self.stop_sequences_key is None:
+            raise ValueError(f"the {self.name} wire has no stop sequences")
+        out = copy.deepcopy(request)
+        out[self.stop_sequences_key] = list(stops)
+        return out
+
+    def with_tool_result_image(self, request: dict, media_type: str, data: str) -> dict:
+        """The last tool result (`last_tool_result`) with an image (base64 `data`) after its
+        content (LookupError without one)."""
+        raise LookupError(f"no tool-result writer on the {self.name} wire")
+
+    def with_replayed_blocks(self, request: dict, blocks: list[dict]) -> dict:
+        """`blocks` (this wire's content blocks, as a conversation that used server tools replays
+        them) at the start of the assistant turn whose call the last tool result answers
+        (LookupError without one)."""
+        raise LookupError(f"no tool-result writer on the {self.name} wire")
+
+    def with_tool_reference(self, request: dict, tool: str, *, search: str | None = None) -> dict:
+        """The last tool call made a tool search that loaded `tool` (`search`: the client's search
+        tool, when it offers one; else the call keeps its name): its result is a reference to
+        `tool`, the call the assistant turn's only content (LookupError without one)."""
+        raise LookupError(f"no tool-result writer on the {self.name} wire")
+
+    def with_system_of(self, request: dict, other: dict, *, keep: str) -> dict:
+        """The request with `other`'s system prompt, after its own system blocks that start with
+        `keep` (two conversations of one project: each its own billing header, one system text);
+        unchanged on a wire without system blocks."""
+        return copy.deepcopy(request)
 
     def salted(self, request: dict, prefix: str) -> dict:
         """`prefix` at the very start of the system prompt (a run token that defeats prefix and

@@ -3,7 +3,7 @@
 Each test sends a real Codex request (captured/codex/) to the engine with the fault and to the
 conformant engine, and compares: the symptom appears only with the fault, and the rest of the
 stream still holds the grammar (this file's checks are the engine's own; the judge's detection of
-each fault is tests/plugin/test_faults_responses.py)."""
+each fault is tests/suite/test_faults_responses.py)."""
 
 from __future__ import annotations
 

@@ -262,7 +262,7 @@ def test_conformance_run_passes_variations_to_the_embedded_engine(tmp_path):
 
     from conformance.plugin import SUITE_DIR
 
-    small = Path(__file__).resolve().parents[1] / "plugin" / "small"
+    small = Path(__file__).resolve().parents[1] / "suite" / "small"
     run = [sys.executable, "-m", "conformance.cli", "run"]
     p = subprocess.run([*run, "--variation", "instant", "--variation", "crlf", f"--conformance-captures={small}",
                         str(SUITE_DIR / "test_replay.py") + "::test_stream_incremental", "-p", "no:cacheprovider"],

@@ -64,7 +64,7 @@ def test_the_hop_is_built_from_the_engines_received_log(engine_url):
     assert PROBE_WIRE is ANTHROPIC
     since = log_total(engine_url)
     forwarded = minimal_openai_request(dict(TURN1, model="reference-model"))
-    raw = Target(engine_url, "k", Deadlines(5, 30, 60)).send_sync(CHAT.name, CHAT.generation_path, serialize(forwarded))
+    raw = Target(engine_url, "k", Deadlines(5, 30, 60)).send_sync(CHAT, CHAT.generation_path, serialize(forwarded))
     assert raw.ok, raw
     assert received_log(engine_url)["total"] == since + 1
     hop, report = observe_hop(engine_url, TURN1, None, client_wire=ANTHROPIC, since=since)

@@ -8,7 +8,7 @@ import socket
 import time
 from pathlib import Path
 
-SMALL = Path(__file__).resolve().parent / "small"
+SMALL = Path(__file__).resolve().parents[1] / "suite" / "small"
 QUIET = ("-o", "asyncio_default_fixture_loop_scope=function")  # pytester dirs have no ini file
 
 

@@ -72,12 +72,12 @@ def test_a_load_run_puts_the_client_limited_flag_per_level_in_junit(engine, tmp_
 
 class _Session:
     def __init__(self, *served):
-        self.served = {w.name for w in served}
+        self.served = set(served)
         self.asked: list[str] = []
 
-    def serves(self, api: str) -> bool:
-        self.asked.append(api)
-        return api in self.served
+    def serves(self, wire) -> bool:
+        self.asked.append(wire.name)
+        return wire in self.served
 
 
 class _Settings:

@@ -12,7 +12,7 @@ import pytest
 
 from conformance.plugin import SUITE_DIR
 
-SMALL = Path(__file__).resolve().parents[1] / "plugin" / "small"
+SMALL = Path(__file__).resolve().parents[1] / "suite" / "small"
 REPLAY = str(SUITE_DIR / "test_replay.py")
 
 

@@ -80,12 +80,12 @@ def test_request_readers():
 
 
 def test_the_salt_goes_where_the_wire_keeps_the_system_prompt():
-    with_dev = salted(REQUEST, "responses", "tok")
+    with_dev = salted(REQUEST, RESPONSES, "tok")
     assert "messages" not in with_dev
     assert with_dev["input"][0]["content"][0]["text"].startswith("[conformance-run tok] ")
-    with_instructions = salted({"model": "m", "instructions": "sys", "input": "hi"}, "responses", "tok")
+    with_instructions = salted({"model": "m", "instructions": "sys", "input": "hi"}, RESPONSES, "tok")
     assert with_instructions["instructions"].startswith("[conformance-run tok] sys")
-    bare = salted({"model": "m", "input": "hi"}, "responses", "tok")
+    bare = salted({"model": "m", "input": "hi"}, RESPONSES, "tok")
     assert bare["input"][0]["role"] == "developer" and bare["input"][1]["content"] == "hi"
 
 

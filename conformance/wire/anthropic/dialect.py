@@ -206,6 +206,87 @@ class AnthropicDialect(Dialect):
             body["system"] = prefix.rstrip()
         return body
 
+    # ---- the shapes Claude Code sends (client_wire.*): thinking display, tool results, billing
+    def thinking_display(self, request: dict | None) -> Any:
+        thinking = (request or {}).get("thinking")
+        return thinking.get("display") if isinstance(thinking, dict) else None
+
+    def without_thinking_display(self, request: dict) -> dict:
+        out = copy.deepcopy(request)
+        if isinstance(out.get("thinking"), dict):
+            out["thinking"].pop("display", None)
+        return out
+
+    def _last_tool_result(self, request: dict | None) -> tuple[dict, dict] | None:
+        """(the assistant message before it, the tool_result block) of the last user message that
+        holds one, in place (the first such block of that message)."""
+        msgs = (request or {}).get("messages")
+        msgs = msgs if isinstance(msgs, list) else []
+        for i in range(len(msgs) - 1, 0, -1):
+            m = msgs[i]
+            if not (isinstance(m, dict) and m.get("role") == "user" and isinstance(m.get("content"), list)):
+                continue
+            result = next((b for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result"), None)
+            if result is None:
+                continue
+            prev = next((p for p in reversed(msgs[:i]) if isinstance(p, dict) and p.get("role") == "assistant"), None)
+            if prev is not None and isinstance(prev.get("content"), list):
+                return prev, result
+        return None
+
+    def last_tool_result(self, request: dict | None) -> str | None:
+        found = self._last_tool_result(request)
+        return None if found is None else str(found[1].get("tool_use_id", ""))
+
+    def _found_tool_result(self, request: dict) -> tuple[dict, tuple[dict, dict]]:
+        out = copy.deepcopy(request)
+        found = self._last_tool_result(out)
+        if found is None:
+            raise LookupError("the request has no tool_result after an assistant turn")
+        return out, found
+
+    def with_tool_result_image(self, request: dict, media_type: str, data: str) -> dict:
+        out, (_, result) = self._found_tool_result(request)
+        content = result.get("content")
+        parts = content if isinstance(content, list) else [
+            {"type": "text", "text": content if isinstance(content, str) else ""}]
+        result["content"] = [*parts, {"type": "image", "source": {"type": "base64", "media_type": media_type,
+                                                                  "data": data}}]
+        return out
+
+    def with_replayed_blocks(self, request: dict, blocks: list[dict]) -> dict:
+        out, (assistant, _) = self._found_tool_result(request)
+        assistant["content"][:0] = copy.deepcopy(blocks)
+        return out
+
+    def with_tool_reference(self, request: dict, tool: str, *, search: str | None = None) -> dict:
+        out, (assistant, result) = self._found_tool_result(request)
+        call = next((b for b in assistant["content"] if isinstance(b, dict) and b.get("type") == "tool_use"
+                     and b.get("id") == result.get("tool_use_id")), None)
+        if call is None:
+            raise LookupError("the last tool_result answers no tool_use of the assistant turn before it")
+        assistant["content"] = [call]
+        if search:
+            call["name"], call["input"] = search, {"query": f"select:{tool}"}
+        result["content"] = [{"type": "tool_reference", "tool_name": tool}]
+        return out
+
+    def _system_blocks(self, request: dict | None, prefix: str, *, starting: bool) -> list:
+        system = (request or {}).get("system")
+        return [b for b in system if (isinstance(b, dict) and str(b.get("text", "")).startswith(prefix)) == starting] \
+            if isinstance(system, list) else []
+
+    def system_block_text(self, request: dict | None, prefix: str) -> str | None:
+        return next((b["text"] for b in self._system_blocks(request, prefix, starting=True)
+                     if isinstance(b.get("text"), str)), None)
+
+    def with_system_of(self, request: dict, other: dict, *, keep: str) -> dict:
+        out = copy.deepcopy(request)
+        if isinstance(out.get("system"), list) and isinstance(other.get("system"), list):
+            out["system"] = (self._system_blocks(out, keep, starting=True)
+                             + copy.deepcopy(self._system_blocks(other, keep, starting=False)))
+        return out
+
     def count_tokens_request(self, request: dict) -> dict | None:
         """model, messages, tools: the keys Claude Code sends to count_tokens
         (captured/claude-code/2.1.197/count-tokens.json)."""

@@ -17,6 +17,7 @@ from conformance.engine.launch import serve_engine_in_thread
 from conformance.net.client import serialize
 from conformance.suite.config import SuiteConfig
 from conformance.suite.session import HANG_AFTER, SuiteSession
+from conformance.wire import ANTHROPIC
 from tests.loopback import serve_app_in_thread
 
 FIRST_CONTENT = 0.4  # short deadlines keep this fast; the arithmetic scales with them
@@ -33,7 +34,7 @@ def _request(text: str) -> bytes:
 
 
 def _send(session: SuiteSession, text: str, label: str):
-    return session.send("anthropic", "/v1/messages", _request(text), label=label)
+    return session.send(ANTHROPIC, "/v1/messages", _request(text), label=label)
 
 
 _SSE = b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in [

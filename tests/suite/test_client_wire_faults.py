@@ -52,7 +52,7 @@ def test_conformant_engine_passes_every_client_wire_check(pytester, suite):
                for r in reuse), [r.details for r in reuse]
 
 
-# ~5 s each under load: run in CI's slow step beside the stream-rule rows of tests/plugin/test_faults.py.
+# ~5 s each under load: run in CI's slow step beside the stream-rule rows of tests/suite/test_faults.py.
 @pytest.mark.slow
 @pytest.mark.parametrize("fault", [f for f in ROWS if f not in NOT_HERE])
 def test_client_wire_fault_detected(pytester, suite, fault):

@@ -12,11 +12,11 @@ import threading
 import httpx
 import pytest
 from aiohttp import web
+from suite_runner import SMALL
 
 from conformance.suite.test_replay import FASTEST_EVENTS_PER_S, MIN_JUDGED_SECONDS, judge_incremental
+from conformance.wire import ANTHROPIC
 from conformance.wire.sse import SSEDecoder
-
-from .conftest import SMALL
 
 CLAUDE = SMALL / "claude-code" / "2.1.197" / "tool-loop-small.json"
 
@@ -33,27 +33,27 @@ def _events(times: list[float], end: float):
 
 
 def test_a_short_burst_is_unverifiable_with_its_durations():
-    outcome, text = judge_incremental(_events([0.010 + i * 1e-6 for i in range(14)], 0.011), "anthropic", 0.011)
+    outcome, text = judge_incremental(_events([0.010 + i * 1e-6 for i in range(14)], 0.011), ANTHROPIC, 0.011)
     assert outcome == "unverifiable"
     assert "11.0 ms" in text and "first content at 10.0 ms" in text and f"{MIN_JUDGED_SECONDS * 1000:.0f} ms" in text
 
 
 def test_a_long_stream_released_at_its_end_fails():
-    outcome, text = judge_incremental(_events([0.6 + i * 1e-5 for i in range(14)], 0.6002), "anthropic", 0.61)
+    outcome, text = judge_incremental(_events([0.6 + i * 1e-5 for i in range(14)], 0.6002), ANTHROPIC, 0.61)
     assert outcome == "failed" and "all 14 content events arrived within" in text
 
 
 def test_a_long_wait_then_content_faster_than_any_decoder_fails_but_decoder_speed_passes():
     # 50 events 0.1 ms apart after a 1 s wait: 10000 events/s, faster than any decoder.
     fast = [1.0 + i * 0.0001 for i in range(50)]
-    assert judge_incremental(_events(fast, fast[-1]), "anthropic", 1.0)[0] == "failed"
+    assert judge_incremental(_events(fast, fast[-1]), ANTHROPIC, 1.0)[0] == "failed"
     # the same 50 events at a fast decoder's pace (a quarter of the bound) pass
     paced = [1.0 + i * 4 / FASTEST_EVENTS_PER_S for i in range(50)]
-    assert judge_incremental(_events(paced, paced[-1]), "anthropic", 1.0)[0] == "passed"
+    assert judge_incremental(_events(paced, paced[-1]), ANTHROPIC, 1.0)[0] == "passed"
 
 
 def test_content_spread_over_the_stream_passes():
-    outcome, text = judge_incremental(_events([0.1 * i for i in range(1, 10)], 1.0), "anthropic", 1.0)
+    outcome, text = judge_incremental(_events([0.1 * i for i in range(1, 10)], 1.0), ANTHROPIC, 1.0)
     assert outcome == "passed" and "content spread over 900.0 ms" in text
 
 
@@ -136,5 +136,5 @@ def pytester_suite_module():
 
 def test_a_short_stream_with_spread_content_passes():
     """Streaming shows on a short stream too: only a burst needs a long stream to be judged."""
-    outcome, text = judge_incremental(_events([0.01 * i for i in range(1, 10)], 0.1), "anthropic", 0.1)
+    outcome, text = judge_incremental(_events([0.01 * i for i in range(1, 10)], 0.1), ANTHROPIC, 0.1)
     assert outcome == "passed" and "content spread over 90.0 ms" in text

@@ -152,8 +152,8 @@ def test_found_fault_tool_choice_ignored_caught_by_the_forcing_loop(pytester, su
 def test_print_detection_matrix(capsys):
     rows = [r["fault"] for r in ENGINE_ROWS] + ["routing-unstable-across-wire-variants (router)", *DEADLINE_ROWS,
                                                 "tool-choice-ignored (found)"]
-    lines = ["", "detection matrix (engine faults of issues 2 and 4; conformant run over tests/plugin/data, "
-             "fault runs over tests/plugin/small):"]
+    lines = ["", "detection matrix (engine faults of issues 2 and 4; conformant run over tests/suite/data, "
+             "fault runs over tests/suite/small):"]
     width = max(len(r) for r in rows) + 2
     lines.append(f"  {'(conformant)':<{width}} {MATRIX.get('(conformant)', 'not run')}")
     for fault in rows:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from conformance.plugin import SUITE_DIR
 
-SMALL = Path(__file__).resolve().parent / "small"
+SMALL = Path(__file__).resolve().parents[1] / "suite" / "small"
 
 
 def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
