@@ -123,12 +123,12 @@ class LoopWork:
 
 def loop_workload(scenarios_dir: Path | None = None) -> list[LoopWork]:
     """Every bundled scenario on every wire whose client runs it (the suite's test_loop cases)."""
+    from conformance.loop.conversation import LOOP_WIRES
     from conformance.loop.driver import scenario_runs_on
     from conformance.loop.scenarios import load_scenarios
-    from conformance.loop.tools import CLIENT_FOR_API
 
-    out = [LoopWork(f"{s.id}[{api}]", s, api) for s in load_scenarios(scenarios_dir) for api in CLIENT_FOR_API
-           if scenario_runs_on(s, api)]
+    out = [LoopWork(f"{s.id}[{wire.name}]", s, wire.name) for s in load_scenarios(scenarios_dir) for wire in LOOP_WIRES
+           if scenario_runs_on(s, wire)]
     if not out:
         raise ValueError(f"no scenario under {scenarios_dir or 'fixtures/scenarios'} runs on any wire")
     return out
@@ -142,6 +142,7 @@ def run_loop(work: LoopWork, target: str, send, *, api_key: str | None = None, c
 
     from conformance.loop.driver import LoopDriver
     from conformance.net.client import headers_for
+    from conformance.wire.dialect import dialect
 
     driver: LoopDriver | None = None
 
@@ -149,7 +150,7 @@ def run_loop(work: LoopWork, target: str, send, *, api_key: str | None = None, c
         stream = isinstance(req.body, dict) and bool(req.body.get("stream"))
         return send(work.api, req.url_path, headers_for(work.api, driver.api_key, req.headers), body, stream)
 
-    driver = LoopDriver(target, work.api, api_key=api_key, captured_root=captures, workdir=workdir, sender=sender)
+    driver = LoopDriver(target, dialect(work.api), api_key=api_key, captured_root=captures, workdir=workdir, sender=sender)
     start = time.monotonic()
     report = driver.run(work.scenario)
     model = str(driver.template.request.body.get("model", "")) if isinstance(driver.template.request.body, dict) else ""

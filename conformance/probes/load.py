@@ -40,9 +40,9 @@ import httpx
 
 from conformance.checks import load as _load_checks  # noqa: F401  (registers the load.* ids)
 from conformance.checks.exchange import check_exchange
+from conformance.clients import CLAUDE_CODE, OPENCODE, profile_for_wire
 from conformance.core import registry
 from conformance.core.failures import Violation
-from conformance.loop.tools import CLIENT_FOR_API
 from conformance.net.transport import RawExchange
 from conformance.probes.common import (
     ProbeOutcome,
@@ -56,6 +56,7 @@ from conformance.probes.common import (
     send,
     target_gone,
 )
+from conformance.wire.dialect import dialect
 
 # Checks whose failure means the stream ended early (a dropped stream, not a malformed one).
 _INCOMPLETE = ("anthropic.stream.complete", "openai.stream.done", "sse.stream.ends_mid_event")
@@ -73,7 +74,7 @@ class WorkItem:
 # tools onto offered tools by name, docs/contracts/scenarios.md).
 def _tools(api: str) -> list[dict[str, Any]]:
     # The names, argument spelling and tool shape are those of the client that drives the wire.
-    claude_code = CLIENT_FOR_API.get(api) == "claude-code"
+    claude_code = profile_for_wire(dialect(api)) is CLAUDE_CODE
     path_prop = "file_path" if claude_code else "filePath"
     old_prop, new_prop = ("old_string", "new_string") if claude_code else ("oldString", "newString")
     specs = [
@@ -105,7 +106,7 @@ def scenario_items(target: Target, scenarios_dir: Path | None = None, max_tokens
         if not isinstance(data, dict) or data.get("format") != "conformance.scenario":
             continue  # the schema file and anything else
         extra: dict[str, Any] = {"tools": _tools(target.api)}
-        if CLIENT_FOR_API.get(target.api) == "opencode":  # opencode sends tool_choice auto
+        if profile_for_wire(target.dialect) is OPENCODE:  # opencode sends tool_choice auto
             extra["tool_choice"] = "auto"
         body = build_request(target, data["prompt"], max_tokens=max_tokens,
                              system="You are a coding agent. Working directory: /work/sandbox", extra=extra,
@@ -146,7 +147,8 @@ def loop_items(api: str, scenarios_dir: Path | None = None) -> list[WorkItem]:
     from conformance.loop.driver import scenario_runs_on
     from conformance.loop.scenarios import load_scenarios
 
-    return [WorkItem(f"loop:{s.id}", scenario=s) for s in load_scenarios(scenarios_dir) if scenario_runs_on(s, api)]
+    return [WorkItem(f"loop:{s.id}", scenario=s) for s in load_scenarios(scenarios_dir)
+            if scenario_runs_on(s, dialect(api))]
 
 
 def default_workload(target: Target, *, captures_root: Path | None = None, scenarios_dir: Path | None = None,
@@ -409,7 +411,7 @@ async def _run_level(target: Target, items: list[WorkItem], level: int, *, round
                     return None
                 started = time.monotonic() - t0
                 report = await asyncio.get_running_loop().run_in_executor(
-                    pool, lambda: run_scenario(target.base, target.api, item.scenario, model=target.model,
+                    pool, lambda: run_scenario(target.base, target.dialect, item.scenario, model=target.model,
                                                api_key=target.api_key, deadlines=target.deadlines))
                 finished = time.monotonic() - t0
                 kind = classify_loop(report)

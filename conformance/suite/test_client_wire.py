@@ -9,7 +9,7 @@ Rules:
 - A refusal of a shape the client sends fails that shape's own id and nothing else; an accepted
   answer is then judged as every exchange is.
 - A forced tool choice goes with thinking off (the Messages API refuses both at once), as the
-  loop driver forces (`conformance.loop.conversation`).
+  loop driver forces (the Dialect's `forcing`).
 - `prefix_reuse` tests are opt-in (-m prefix_reuse): they send the pair of requests salted with
   this run's token so no earlier test warmed the cache, and read the first signal that can tell
   (conformance.checks.client_wire: the answer's usage or timings, the Prometheus counters at
@@ -28,7 +28,6 @@ from conformance.capture.corpus import load_captures
 from conformance.capture.format import Capture, Exchange
 from conformance.checks import client_wire as rules
 from conformance.layers.hop import find_forwarded, log_total, received_log
-from conformance.loop.conversation import conversation
 from conformance.suite import cases
 from conformance.suite.cases import prepared_body, require_api
 from conformance.wire.dialect import dialect
@@ -216,7 +215,7 @@ def test_deferred_tool_not_callable(conformance_ctx):
     # tool" may pick only a loaded one. (Tools whose schema a decoder may not compile stay out.)
     loaded = [t for t in body["tools"] if t.get("name") not in deferred and "input_schema" in t][:1]
     body["tools"] = [t for t in body["tools"] if t.get("name") in deferred] + loaded
-    conversation(ctx.api).force_tool_call(body)
+    body = dialect(ctx.api).forcing(body)
     _without_thinking(body)
     since = log_total(ctx.settings.engine_url) if ctx.settings.engine_url else None
     sent = _send(ctx, ex, body, f"forced to call any tool; deferred: {', '.join(sorted(deferred))}")
@@ -401,7 +400,7 @@ def test_forced_tool_schemas(schema_source, conformance_ctx):
         body = copy.deepcopy(base)
         body["tools"] = [copy.deepcopy(tool)]  # forcing "any tool" with one tool forces that one
         body.pop("stream_options", None)
-        conversation(ctx.api).force_tool_call(body)
+        body = dialect(ctx.api).forcing(body)
         _without_thinking(body)
         sent = _send(ctx, ex, body, f"forced to call {name[0]} (tool {k + 1} of {len(base['tools'])})")
         verdict = ctx.judge(sent, expect_model=ctx.settings.served_model(body.get("model"))) if sent.raw.ok else None
