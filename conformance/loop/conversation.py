@@ -330,9 +330,6 @@ class CodexConversation(Conversation):
                         "output": copy.deepcopy(outcome.parts) if outcome.parts is not None else outcome.text})
         return out
 
-    def result_messages(self, call_ids: list[str], outcomes: list[ToolOutcome]) -> list[dict]:
-        return self.results_for([], call_ids, outcomes)
-
     def last_turn(self, body: dict) -> tuple[Any, list, int] | None:
         items = self.history(body)
         end = max((k for k, i in enumerate(items) if isinstance(i, dict) and self._model_side(i)), default=None)

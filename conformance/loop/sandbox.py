@@ -29,13 +29,6 @@ from conformance.loop.voices import ToolOutcome, Voice, voice_for
 
 
 @dataclass
-class ToolCallLog:
-    name: str
-    args: dict
-    outcome: ToolOutcome
-
-
-@dataclass
 class Sandbox:
     """A seeded directory and one client's tools over it (a persona without tools — the
     default — only seeds and reads back)."""
@@ -43,7 +36,6 @@ class Sandbox:
     root: Path
     persona: Persona = GENERIC.persona
     known_files: set[str] = field(default_factory=set)  # read or written in this session
-    log: list[ToolCallLog] = field(default_factory=list)
     voice: Voice = field(init=False)
     shell: Shell = field(init=False)
 
@@ -92,10 +84,8 @@ class Sandbox:
             binding = self.persona.binding(name, namespace)
             if binding is None:
                 raise SandboxError(self.voice.unknown_tool(tool_key(name, namespace), self.tool_names))
-            outcome = OPERATIONS[binding.operation](self, Arguments(binding, args))
+            return OPERATIONS[binding.operation](self, Arguments(binding, args))
         except SandboxError as exc:
-            outcome = self.refusal(str(exc))
+            return self.refusal(str(exc))
         except (OSError, UnicodeError, ValueError, TypeError) as exc:
-            outcome = self.refusal(f"{type(exc).__name__}: {exc}")
-        self.log.append(ToolCallLog(name, args if isinstance(args, dict) else {}, outcome))
-        return outcome
+            return self.refusal(f"{type(exc).__name__}: {exc}")
