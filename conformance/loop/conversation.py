@@ -10,7 +10,7 @@ Rules:
 - Claude Code: the assistant message with its content blocks verbatim (thinking + signature, text,
   tool_use), then one user message of `tool_result` blocks (`is_error: true` on errors, `is_error:
   false` where the client marks a success); it keeps one message-level cache breakpoint, moved to
-  the last block of the newest message each turn (`breakpoint`, `with_turn`); thinking and
+  the last block of the newest message each turn (`cache_breakpoint`, `with_turn`); thinking and
   redacted_thinking blocks go back unchanged.
 - opencode: the assistant message with `content: ""` (or the text) and `tool_calls`, then one
   `role: tool` message per call with its `tool_call_id`.
@@ -82,14 +82,14 @@ class Conversation:
                          f"mcp_server {server!r} runs only on a wire whose client does (the Responses wire, as Codex)")
 
     # ---- the turns
-    def breakpoint(self, body: dict) -> dict | None:
+    def cache_breakpoint(self, body: dict) -> dict | None:
         """The cache breakpoint the client keeps on its newest block (None: it keeps none)."""
         return None
 
     def with_turn(self, body: dict, echoed: dict | list[dict], results: list[dict],
-                  breakpoint: dict | None = None) -> dict:
+                  cache_breakpoint: dict | None = None) -> dict:
         """The next request: the echoed assistant turn (one message, or a list of items) and its
-        results appended (`breakpoint`: see `breakpoint`)."""
+        results appended (the client keeps `cache_breakpoint` on the newest block)."""
         out = copy.deepcopy(body)
         history = out.setdefault(self.wire.conversation_key, [])
         history.extend(echoed if isinstance(echoed, list) else [echoed])
@@ -140,7 +140,7 @@ class Conversation:
 class ClaudeCodeConversation(Conversation):
     kept_kinds = ("thinking", "redacted_thinking")
 
-    def breakpoint(self, body: dict) -> dict | None:
+    def cache_breakpoint(self, body: dict) -> dict | None:
         """The cache_control of the user's prompt block (Claude Code marks it), else ephemeral."""
         slot = self.wire.prompt_slot(body)
         holder = slot[0] if slot is not None and slot[1] == "text" else None
@@ -149,11 +149,11 @@ class ClaudeCodeConversation(Conversation):
         return {"type": "ephemeral"}
 
     def with_turn(self, body: dict, echoed: dict | list[dict], results: list[dict],
-                  breakpoint: dict | None = None) -> dict:
+                  cache_breakpoint: dict | None = None) -> dict:
         """Claude Code keeps one message-level cache breakpoint: on the last block of the last
         message (when the request marks any block)."""
         out = super().with_turn(body, echoed, results)
-        if breakpoint is None:
+        if cache_breakpoint is None:
             return out
         had = False
         messages = self.history(out)
@@ -165,7 +165,7 @@ class ClaudeCodeConversation(Conversation):
                         del b["cache_control"]
         last = messages[-1]
         if had and isinstance(last.get("content"), list) and last["content"]:
-            last["content"][-1]["cache_control"] = dict(breakpoint)
+            last["content"][-1]["cache_control"] = dict(cache_breakpoint)
         return out
 
     def echo_assistant(self, message: dict) -> dict:

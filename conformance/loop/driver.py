@@ -85,7 +85,7 @@ class _Run:
     offered: list[str]  # the tools the first request offers
     forced: bool  # the next request demands a tool call (a scenario's turn 1)
     original_choice: Any  # the template's own tool_choice, restored after a forced turn
-    breakpoint: dict | None  # the client's one cache breakpoint (conversation.breakpoint)
+    cache_breakpoint: dict | None  # the client's one cache breakpoint (conversation.cache_breakpoint)
     received: Any = None  # the assistant turn the next request answers
 
 
@@ -176,7 +176,7 @@ class LoopDriver:
             body = self.conversation.resumed(body, history)
             report.template += f"; resumed session {source}"
         state = _Run(body, list(self.wire.offered_tools(body)), scenario.tool_choice_required, body.get("tool_choice"),
-                     self.conversation.breakpoint(body))
+                     self.conversation.cache_breakpoint(body))
         if state.forced:  # the wire's "any tool" choice, kept valid
             state.body = self.wire.forcing(body)
         return state
@@ -229,7 +229,7 @@ class LoopDriver:
         self._message = message
         state.received = copy.deepcopy(message)
         state.body = self.conversation.with_turn(body, self.echo_assistant(message),
-                                                 self.result_messages(record.calls, record.outcomes), state.breakpoint)
+                                                 self.result_messages(record.calls, record.outcomes), state.cache_breakpoint)
 
     def _send(self, body: dict) -> RawExchange:
         req = self._in_use.request

@@ -29,10 +29,10 @@ def test_anthropic_results_are_appended_as_claude_code_does() -> None:
     body = {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi",
                                                         "cache_control": {"type": "ephemeral", "ttl": "1h"}}]}]}
     received = received_anthropic()
-    breakpoint = talk.breakpoint(body)
-    assert breakpoint == {"type": "ephemeral", "ttl": "1h"}
+    cache_breakpoint = talk.cache_breakpoint(body)
+    assert cache_breakpoint == {"type": "ephemeral", "ttl": "1h"}
     nxt = talk.with_turn(body, talk.echo_assistant(received), talk.result_messages(
-        ["toolu_1", "toolu_2"], [ToolOutcome("1\ta"), ToolOutcome("nope", True)]), breakpoint)
+        ["toolu_1", "toolu_2"], [ToolOutcome("1\ta"), ToolOutcome("nope", True)]), cache_breakpoint)
     assert nxt["messages"][1]["content"] == received["content"]  # verbatim, signature included
     assert nxt["messages"][2]["content"] == [
         {"tool_use_id": "toolu_1", "type": "tool_result", "content": "1\ta"},
@@ -49,7 +49,7 @@ def test_a_request_without_a_marked_block_gets_no_breakpoint() -> None:
     body = {"messages": [{"role": "user", "content": "hi"}]}
     nxt = talk.with_turn(body, talk.echo_assistant(received_anthropic()),
                          talk.result_messages(["toolu_1", "toolu_2"], [ToolOutcome("a"), ToolOutcome("b")]),
-                         talk.breakpoint(body))
+                         talk.cache_breakpoint(body))
     assert all("cache_control" not in b for m in nxt["messages"][1:] for b in m["content"])
 
 
@@ -59,7 +59,7 @@ def test_openai_results_are_appended_as_opencode_does() -> None:
         {"id": "call_1", "type": "function", "function": {"name": "read", "arguments": "{\"filePath\":\"/x/a\"}"}},
         {"id": "call_2", "type": "function", "function": {"name": "read", "arguments": "{\"filePath\":\"/x/b\"}"}},
     ]}
-    assert talk.breakpoint({"messages": []}) is None
+    assert talk.cache_breakpoint({"messages": []}) is None
     nxt = talk.with_turn({"messages": [{"role": "user", "content": "hi"}]}, talk.echo_assistant(received),
                          talk.result_messages(["call_1", "call_2"], [ToolOutcome("1\ta"), ToolOutcome("nope", True)]))
     assert nxt["messages"][1] == {"role": "assistant", "content": "", "tool_calls": received["tool_calls"]}

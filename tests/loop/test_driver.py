@@ -28,7 +28,7 @@ def _next_anthropic(received: dict) -> dict:
     talk = conversation_for(ANTHROPIC)
     body = {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}]}]}
     return talk.with_turn(body, talk.echo_assistant(received), talk.result_messages(
-        ["toolu_1", "toolu_2"], [ToolOutcome("1\ta"), ToolOutcome("nope", True)]), talk.breakpoint(body))
+        ["toolu_1", "toolu_2"], [ToolOutcome("1\ta"), ToolOutcome("nope", True)]), talk.cache_breakpoint(body))
 
 
 def test_self_check_passes_the_clients_own_shapes_and_catches_a_dropped_id_and_signature() -> None:
