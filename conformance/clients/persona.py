@@ -2,17 +2,22 @@
 
 Rules:
 - A `Persona` maps each tool name a client offers (a tool inside a Responses namespace as
-  `namespace.name`) to a `ToolBinding`: the sandbox operation it performs and, for each of the
-  operation's parameters, the client's own argument name. How results and errors are worded is
-  the persona's `voice`, a name the sandbox's voices know (`conformance.loop` words each client's
-  tool results as that client does); nothing outside the profiles compares a client's name.
+  `namespace.name`, `tool_key`) to a `ToolBinding`: the sandbox operation it performs and, for
+  each of the operation's parameters, the client's own argument name. A parameter the operation
+  can default but the client requires is listed in the binding's `required` (Claude Code's LS
+  needs its `path`). How results and errors are worded is the persona's `voice`, a name the
+  sandbox's voices know (`conformance.loop.voices` words each client's tool results as that
+  client does; a voice it does not know words them plainly); nothing outside the profiles
+  compares a client's name.
 - The operations (the sandbox implements each once): read(path, offset, limit), write(path,
   content), edit(path, old, new, all), shell(command, cwd), glob(pattern, path), grep(pattern,
   path, include, mode, ignore_case), list(path), patch(input) (Codex's freeform apply_patch) and
   read_file(path) (an MCP server's file read).
 - An unknown client gets `persona_by_shape(tools)`: each offered tool mapped by the shape of its
-  schema — a path and content write, a command runs in the shell, a path alone reads — with the
-  client's own argument names, so its loops run; the generic voice words results plainly.
+  schema — a command runs in the shell, a path with old and new text edits, a path with content
+  writes, a path alone reads — with the client's own argument names, so its loops run; the
+  generic voice words results plainly. A tool whose schema has none of these shapes (a search, a
+  freeform tool) is left out: calling it is an unknown tool.
 """
 
 from __future__ import annotations
@@ -24,15 +29,22 @@ from types import MappingProxyType
 OPERATIONS = ("read", "write", "edit", "shell", "glob", "grep", "list", "patch", "read_file")
 
 
+def tool_key(name: str, namespace: str | None = None) -> str:
+    """How a persona names a tool: its name, or `namespace.name` inside a Responses namespace."""
+    return name if namespace is None else f"{namespace}.{name}"
+
+
 @dataclass(frozen=True)
 class ToolBinding:
     operation: str
     arguments: Mapping[str, str] = field(default_factory=dict)  # operation parameter -> the client's name
+    required: frozenset[str] = frozenset()  # parameters the client requires although the operation defaults them
 
     def __post_init__(self) -> None:
         if self.operation not in OPERATIONS:
             raise ValueError(f"unknown sandbox operation {self.operation!r}: one of {OPERATIONS}")
         object.__setattr__(self, "arguments", MappingProxyType(dict(self.arguments)))
+        object.__setattr__(self, "required", frozenset(self.required))
 
 
 @dataclass(frozen=True)
@@ -45,15 +57,15 @@ class Persona:
         object.__setattr__(self, "tools", MappingProxyType(dict(self.tools)))
 
     def binding(self, name: str, namespace: str | None = None) -> ToolBinding | None:
-        return self.tools.get(name if namespace is None else f"{namespace}.{name}")
+        return self.tools.get(tool_key(name, namespace))
 
     @property
     def tool_names(self) -> list[str]:
         return sorted(self.tools)
 
 
-def _bind(operation: str, **arguments: str) -> ToolBinding:
-    return ToolBinding(operation, arguments)
+def _bind(operation: str, required: tuple[str, ...] = (), **arguments: str) -> ToolBinding:
+    return ToolBinding(operation, arguments, frozenset(required))
 
 
 # Measured on Claude Code 2.1.197 / 2.1.332 (Glob, Grep and LS from older releases), opencode
@@ -65,7 +77,7 @@ CLAUDE_CODE = Persona("claude-code", {
     "Bash": _bind("shell", command="command"),
     "Glob": _bind("glob", pattern="pattern", path="path"),
     "Grep": _bind("grep", pattern="pattern", path="path", include="glob", mode="output_mode", ignore_case="-i"),
-    "LS": _bind("list", path="path"),
+    "LS": _bind("list", ("path",), path="path"),
 })
 OPENCODE = Persona("opencode", {
     "read": _bind("read", path="filePath", offset="offset", limit="limit"),
@@ -79,7 +91,7 @@ OPENCODE = Persona("opencode", {
 CODEX = Persona("codex", {
     "exec_command": _bind("shell", command="cmd", cwd="workdir"),
     "apply_patch": _bind("patch", input="input"),
-    "mcp__files.read_file": _bind("read_file", path="path"),
+    tool_key("read_file", "mcp__files"): _bind("read_file", path="path"),
 }, read_before_write=False)
 
 
@@ -91,6 +103,9 @@ def _properties(schema: object) -> dict:
 _PATH_NAMES = ("file_path", "filepath", "filePath", "path", "absolute_path", "file", "filename")
 _CONTENT_NAMES = ("content", "contents", "text", "file_text", "data")
 _COMMAND_NAMES = ("command", "cmd", "commands", "script")
+_CWD_NAMES = ("workdir", "cwd", "directory", "working_directory")
+_OLD_NAMES = ("old_string", "oldString", "old_str", "old_text", "old", "search")
+_NEW_NAMES = ("new_string", "newString", "new_str", "new_text", "new", "replace")
 
 
 def _first(props: dict, names: tuple[str, ...]) -> str | None:
@@ -103,11 +118,14 @@ def binding_by_shape(schema: object) -> ToolBinding | None:
     props = _properties(schema)
     command = _first(props, _COMMAND_NAMES)
     if command is not None:
-        cwd = _first(props, ("workdir", "cwd", "directory", "working_directory"))
+        cwd = _first(props, _CWD_NAMES)
         return ToolBinding("shell", {"command": command, **({"cwd": cwd} if cwd else {})})
     path = _first(props, _PATH_NAMES)
     if path is None:
         return None
+    old, new = _first(props, _OLD_NAMES), _first(props, _NEW_NAMES)
+    if old is not None and new is not None:
+        return ToolBinding("edit", {"path": path, "old": old, "new": new})
     content = _first(props, _CONTENT_NAMES)
     if content is not None:
         return ToolBinding("write", {"path": path, "content": content})
@@ -115,7 +133,8 @@ def binding_by_shape(schema: object) -> ToolBinding | None:
 
 
 def persona_by_shape(tools: Mapping[str, object]) -> Persona:
-    """A persona for a client the suite does not know: every offered tool (name -> its schema)
-    whose schema has the shape of an operation, bound to it with the client's argument names."""
+    """A persona for a client the suite does not know: every offered tool (`tool_key` -> its
+    schema) whose schema has the shape of an operation, bound to it with the client's argument
+    names."""
     bound = {name: b for name, schema in tools.items() if (b := binding_by_shape(schema)) is not None}
     return Persona("generic", bound, read_before_write=False)

@@ -34,13 +34,13 @@ from typing import Any
 from conformance.capture.corpus import load_captures
 from conformance.core.paths import captured_dir
 from conformance.core.results import Result
+from conformance.loop.conversation import LOOP_WIRES
 from conformance.loop.driver import LoopDriver, scenario_runs_on
 from conformance.loop.scenarios import load_scenarios
-from conformance.loop.tools import CLIENT_FOR_API
 from conformance.net.client import headers_for
 from conformance.net.transport import ContentWatch, RawExchange
 from conformance.suite.replay import Step, check, steps
-from conformance.wire.dialect import Dialect, dialect
+from conformance.wire.dialect import Dialect
 
 PASS_CHECK = "load.concurrency_acceptance"  # an exchange accepted and well-formed under load
 
@@ -134,8 +134,8 @@ class LoopWork:
 
 def loop_workload(scenarios_dir: Path | None = None) -> list[LoopWork]:
     """Every bundled scenario on every wire whose client runs it (the suite's test_loop cases)."""
-    out = [LoopWork(f"{s.id}[{api}]", s, dialect(api)) for s in load_scenarios(scenarios_dir) for api in CLIENT_FOR_API
-           if scenario_runs_on(s, api)]
+    out = [LoopWork(f"{s.id}[{wire.name}]", s, wire) for s in load_scenarios(scenarios_dir) for wire in LOOP_WIRES
+           if scenario_runs_on(s, wire)]
     if not out:
         raise ValueError(f"no scenario under {scenarios_dir or 'fixtures/scenarios'} runs on any wire")
     return out
@@ -151,7 +151,7 @@ def run_loop(work: LoopWork, target: str, send, *, api_key: str | None = None, c
         stream = isinstance(req.body, dict) and bool(req.body.get("stream"))
         return send(work.wire, req.url_path, headers_for(work.wire, driver.api_key, req.headers), body, stream)
 
-    driver = LoopDriver(target, work.wire.name, api_key=api_key, captured_root=captures, workdir=workdir, sender=sender)
+    driver = LoopDriver(target, work.wire, api_key=api_key, captured_root=captures, workdir=workdir, sender=sender)
     start = time.monotonic()
     report = driver.run(work.scenario)
     model = str(driver.template.request.body.get("model", "")) if isinstance(driver.template.request.body, dict) else ""

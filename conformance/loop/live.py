@@ -11,7 +11,7 @@ Rules:
   `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1`, opencode with
   `OPENCODE_DISABLE_MODELS_FETCH=1 OPENCODE_DISABLE_AUTOUPDATE=1` and a provider in the project's
   `opencode.json` (its AI SDK provider package chosen by the wire, `_OPENCODE_PROVIDER`; by
-  default each client speaks the wire the loop drives it on, `API_FOR_CLIENT`). The CLI's base
+  default each client speaks the wire the loop drives it on, its profile's `wire`). The CLI's base
   URL is the capture proxy (`conformance.capture.proxy`), which forwards to the target byte for
   byte and records every exchange; each recorded model exchange is then judged by
   `check_exchange`, so a wire fault is named even when the CLI swallows it.
@@ -49,11 +49,11 @@ from typing import Any
 
 import conformance.checks.loop  # noqa: F401  (registers loop.*)
 from conformance.capture.format import Capture, save_capture
+from conformance.clients import profile
 from conformance.core.failures import HasViolations, Violation
 from conformance.core.registry import violation
 from conformance.loop.sandbox import Sandbox
 from conformance.loop.scenarios import Scenario, check_completion
-from conformance.loop.tools import API_FOR_CLIENT
 from conformance.net.transport import RawExchange
 from conformance.report.text import ConformanceFailure
 from conformance.wire import ANTHROPIC, CHAT
@@ -345,9 +345,9 @@ def run_live(client: str, scenario: Scenario, target: str, *, binary: str | Path
     project, home = base / "project", base / "home"
     (home / "tmp").mkdir(parents=True)
     project.mkdir()
-    sandbox = Sandbox(project, client)  # only to seed and read back; the CLI runs its own tools
+    sandbox = Sandbox(project)  # only to seed and read back; the CLI runs its own tools
     sandbox.seed(scenario.seed_files(values))
-    api = api or API_FOR_CLIENT[client]  # the wire the loop drives as this client
+    api = api or profile(client).wire.name  # the wire the loop drives as this client
     model = model or "reference-model"
     recorder = CaptureRecorder(CaseInfo(case=f"live-{scenario.id}", description=f"live {client} run of {scenario.id}"),
                                None)

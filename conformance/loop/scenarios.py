@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import jsonschema
+
 from conformance.core.paths import fixtures_dir
 
 _TEMPLATE = re.compile(r"\{\{\s*([^}|]+?)\s*((?:\|\s*[a-z_]+\s*)*)\}\}")
@@ -78,8 +80,6 @@ def load_scenario(path: Path | str) -> Scenario:
         raise LoopScenarioError(f"{path}: cannot read the scenario ({exc})") from exc
     schema = _schema()
     if schema is not None:
-        import jsonschema
-
         errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(data), key=lambda e: list(e.path))
         if errors:
             e = errors[0]

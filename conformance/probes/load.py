@@ -212,7 +212,7 @@ async def _run_level(target: Target, items: list[WorkItem], level: int, *, round
                     return None
                 started = time.monotonic() - t0
                 report = await asyncio.get_running_loop().run_in_executor(
-                    pool, lambda: run_scenario(target.base, target.wire.name, item.scenario, model=target.model,
+                    pool, lambda: run_scenario(target.base, target.wire, item.scenario, model=target.model,
                                                api_key=target.api_key, deadlines=target.deadlines))
                 finished = time.monotonic() - t0
                 kind = classify_loop(report)

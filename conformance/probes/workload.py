@@ -106,7 +106,7 @@ def loop_items(wire: Dialect, scenarios_dir: Path | None = None) -> list[WorkIte
     """Every bundled scenario the client of `wire` can run, as a whole agent loop: a scenario that
     needs an attached MCP server or a resumed session runs only where that wire's client does so."""
     return [WorkItem(f"loop:{s.id}", scenario=s) for s in load_scenarios(scenarios_dir)
-            if scenario_runs_on(s, wire.name)]
+            if scenario_runs_on(s, wire)]
 
 
 def default_workload(target: Target, *, captures_root: Path | None = None, scenarios_dir: Path | None = None,

@@ -12,7 +12,7 @@ Rules:
 - A refusal of a shape the client sends fails that shape's own id and nothing else; an accepted
   answer is then judged as every exchange is.
 - A forced tool choice goes with thinking off (the Messages API refuses both at once), as the
-  loop driver forces (`conformance.loop.conversation`).
+  loop driver forces (the Dialect's `forcing`).
 - `prefix_reuse` tests are opt-in (-m prefix_reuse): they send the pair of requests salted with
   this run's token so no earlier test warmed the cache, and read the first signal that can tell
   (conformance.suite.prefix_reuse).

@@ -22,9 +22,9 @@ from collections import defaultdict
 import pytest
 
 from conformance.core.versions import version_key
-from conformance.loop.driver import find_template
 from conformance.loop.live import ClientNotFound, find_binary, find_release_binary, run_live
 from conformance.loop.scenarios import get_scenario
+from conformance.loop.templates import find_template
 from conformance.suite import cases
 from conformance.wire.dialect import dialect
 
@@ -99,7 +99,7 @@ def test_live_client(client, api, release, scenario_id, conformance_ctx, tmp_pat
     settings = ctx.settings
     if settings.client not in ("all", client):
         pytest.skip(f"--conformance-client {settings.client}")
-    template = find_template(api, settings.captures)
+    template = find_template(dialect(api), settings.captures)
     model = ctx.session.model_for(template.request.body.get("model"), settings)
     ctx.model = model or ""
     deadline = settings.deadline_total + 60

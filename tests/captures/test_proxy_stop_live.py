@@ -49,7 +49,7 @@ def test_sigterm_the_moment_the_client_exits_loses_no_exchange(client, tmp_path)
     project, home = tmp_path / "project", tmp_path / "home"
     (home / "tmp").mkdir(parents=True)
     project.mkdir()
-    Sandbox(project, client).seed(scenario.seed_files(values))
+    Sandbox(project).seed(scenario.seed_files(values))
     with serve_engine_in_thread() as engine:
         proxy, url = _proxy(engine, tmp_path / "out")
         try:

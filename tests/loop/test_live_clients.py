@@ -109,7 +109,7 @@ def test_the_driver_appends_what_codex_appends(engine_cli, tmp_path):
     live = run_live("codex", scenario, engine_cli, binary=_binary("codex"), deadline=PASS_DEADLINE, workdir=tmp_path)
     live.raise_for_failure()
     real = live.capture.main_exchanges()[-1].request.body["input"]
-    report = LoopDriver(engine_cli, RESPONSES.name, workdir=tmp_path).run(scenario)
+    report = LoopDriver(engine_cli, RESPONSES, workdir=tmp_path).run(scenario)
     report.raise_for_failure()
     ours = report.turns[-1].request["input"]
 

@@ -8,13 +8,13 @@ import copy
 import pytest
 
 from conformance.loop.driver import LoopDriver, scenario_runs_on
-from conformance.loop.sandbox import ToolOutcome
 from conformance.loop.scenarios import get_scenario, load_scenarios
+from conformance.loop.voices import ToolOutcome
 from conformance.wire import RESPONSES
 
 from .conftest import engine
 
-API = RESPONSES.name
+API = RESPONSES
 SCENARIOS = [s for s in load_scenarios() if scenario_runs_on(s, API)]
 
 pytestmark = pytest.mark.loop

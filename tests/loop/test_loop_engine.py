@@ -9,26 +9,28 @@ import socket
 import pytest
 
 from conformance.loop.driver import LoopDriver, scenario_runs_on
-from conformance.loop.sandbox import ToolOutcome
 from conformance.loop.scenarios import get_scenario, load_scenarios
+from conformance.loop.templates import find_template
+from conformance.loop.voices import ToolOutcome
 from conformance.report.text import ConformanceFailure
+from conformance.wire import ANTHROPIC, CHAT
 
 from .conftest import engine
 
-APIS = ("anthropic", "openai")
+WIRES = (ANTHROPIC, CHAT)
 SCENARIOS = load_scenarios()
 
 pytestmark = pytest.mark.loop
 
 
-@pytest.mark.parametrize("api,scenario", [(a, s) for s in SCENARIOS for a in APIS if scenario_runs_on(s, a)],
-                         ids=lambda x: x if isinstance(x, str) else x.id)
-def test_every_scenario_completes_against_the_conformant_engine(conformant_engine, scenario, api, tmp_path):
-    report = LoopDriver(conformant_engine, api, model="reference-model", workdir=tmp_path).run(scenario)
+@pytest.mark.parametrize("wire,scenario", [(w, s) for s in SCENARIOS for w in WIRES if scenario_runs_on(s, w)],
+                         ids=lambda x: x.id if hasattr(x, "id") else x.name)
+def test_every_scenario_completes_against_the_conformant_engine(conformant_engine, scenario, wire, tmp_path):
+    report = LoopDriver(conformant_engine, wire, model="reference-model", workdir=tmp_path).run(scenario)
     report.raise_for_failure()
     assert report.ended == "final"
     assert 2 <= len(report.turns) <= scenario.max_turns
-    assert report.turns[-1].stop_reason == ("end_turn" if api == "anthropic" else "stop")
+    assert report.turns[-1].stop_reason == wire.stops.natural
     assert all(not o.is_error for t in report.turns for o in t.outcomes)
     results = report.results("test", model="reference-model")
     assert [r.outcome for r in results if r.check_id == "loop.completed"] == ["passed"]
@@ -36,18 +38,18 @@ def test_every_scenario_completes_against_the_conformant_engine(conformant_engin
 
 
 def test_the_parallel_scenario_really_runs_two_calls_in_one_turn(conformant_engine, tmp_path):
-    for api in APIS:
-        report = LoopDriver(conformant_engine, api, workdir=tmp_path).run(get_scenario("parallel-reads"))
+    for wire in WIRES:
+        report = LoopDriver(conformant_engine, wire, workdir=tmp_path).run(get_scenario("parallel-reads"))
         assert len(report.turns[0].calls) == 2
         sent = report.turns[1].request["messages"]
-        if api == "anthropic":
+        if wire is ANTHROPIC:
             assert [b["type"] for b in sent[-1]["content"]] == ["tool_result", "tool_result"]
         else:
             assert [m["role"] for m in sent[-2:]] == ["tool", "tool"]
 
 
 def test_claude_code_turns_keep_thinking_signature_and_move_cache_control(conformant_engine, tmp_path):
-    report = LoopDriver(conformant_engine, "anthropic", workdir=tmp_path).run(get_scenario("sum-numbers"))
+    report = LoopDriver(conformant_engine, ANTHROPIC, workdir=tmp_path).run(get_scenario("sum-numbers"))
     report.raise_for_failure()
     first = report.turns[0].verdict.message
     thinking = [b for b in first["content"] if b["type"] == "thinking"]
@@ -75,11 +77,11 @@ FAULTS = {
 def test_engine_faults_break_the_loop_naming_turn_and_cause(fault, tmp_path):
     scenario = get_scenario("sum-numbers")
     with engine(fault) as url:
-        for api in APIS:
-            report = LoopDriver(url, api, model="reference-model", workdir=tmp_path).run(scenario)
-            assert not report.passed, f"{fault} went unnoticed on {api}"
+        for wire in WIRES:
+            report = LoopDriver(url, wire, model="reference-model", workdir=tmp_path).run(scenario)
+            assert not report.passed, f"{fault} went unnoticed on {wire.name}"
             assert report.failed_turn == 1
-            assert set(report.check_ids) & FAULTS[fault][api], (api, report.check_ids)
+            assert set(report.check_ids) & FAULTS[fault][wire.name], (wire.name, report.check_ids)
             with pytest.raises(ConformanceFailure) as info:
                 report.raise_for_failure()
             text = str(info.value)
@@ -91,13 +93,13 @@ def test_an_ignored_forced_tool_choice_breaks_the_forcing_loop_at_turn_1(tmp_pat
     """write-static forces the call on turn 1: an engine that answers it in text fails there, named
     as the ignored tool_choice (not as an unfinished task); a loop that forces nothing still completes."""
     with engine("tool-choice-ignored") as url:
-        for api in APIS:
-            report = LoopDriver(url, api, model="reference-model", workdir=tmp_path).run(get_scenario("write-static"))
-            assert report.check_ids == ["tools.choice_honoured"] and report.failed_turn == 1, (api, report.check_ids)
-            assert report.turns[0].stop_reason == ("end_turn" if api == "anthropic" else "stop")
+        for wire in WIRES:
+            report = LoopDriver(url, wire, model="reference-model", workdir=tmp_path).run(get_scenario("write-static"))
+            assert report.check_ids == ["tools.choice_honoured"] and report.failed_turn == 1, (wire.name, report.check_ids)
+            assert report.turns[0].stop_reason == wire.stops.natural
             assert not report.turns[0].calls
             assert "broke at turn 1 (tools.choice_honoured)" in report.title()
-            LoopDriver(url, api, model="reference-model", workdir=tmp_path).run(
+            LoopDriver(url, wire, model="reference-model", workdir=tmp_path).run(
                 get_scenario("sum-numbers")).raise_for_failure()
 
 
@@ -128,23 +130,23 @@ class SkipsReading(LoopDriver):
         return super().run_call(sandbox, call)
 
 
-@pytest.mark.parametrize("api", APIS)
-def test_a_driver_that_drops_the_tool_result_id_fails(conformant_engine, api, tmp_path):
-    report = DropsToolResultId(conformant_engine, api, workdir=tmp_path).run(get_scenario("sum-numbers"))
+@pytest.mark.parametrize("wire", WIRES, ids=lambda w: w.name)
+def test_a_driver_that_drops_the_tool_result_id_fails(conformant_engine, wire, tmp_path):
+    report = DropsToolResultId(conformant_engine, wire, workdir=tmp_path).run(get_scenario("sum-numbers"))
     assert not report.passed
     assert report.check_ids == ["loop.tool_result_paired"] and report.failed_turn == 2
 
 
 def test_a_driver_that_drops_the_thinking_signature_fails(conformant_engine, tmp_path):
-    report = DropsThinkingSignature(conformant_engine, "anthropic", workdir=tmp_path).run(get_scenario("sum-numbers"))
+    report = DropsThinkingSignature(conformant_engine, ANTHROPIC, workdir=tmp_path).run(get_scenario("sum-numbers"))
     assert not report.passed
     assert report.check_ids == ["loop.thinking_preserved"] and report.failed_turn == 2
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("wire", WIRES, ids=lambda w: w.name)
 @pytest.mark.parametrize("scenario_id", ["sum-numbers", "write-file"])
-def test_a_driver_that_skips_reading_fails(conformant_engine, api, scenario_id, tmp_path):
-    report = SkipsReading(conformant_engine, api, workdir=tmp_path).run(get_scenario(scenario_id))
+def test_a_driver_that_skips_reading_fails(conformant_engine, wire, scenario_id, tmp_path):
+    report = SkipsReading(conformant_engine, wire, workdir=tmp_path).run(get_scenario(scenario_id))
     assert not report.passed
     assert report.check_ids == ["loop.completion_check"]
     assert report.failed_turn == len(report.turns)
@@ -152,7 +154,7 @@ def test_a_driver_that_skips_reading_fails(conformant_engine, api, scenario_id, 
 
 # ---------------------------------------------------------------------------- how loops end
 def test_turn_limit_is_a_failure(conformant_engine, tmp_path):
-    report = LoopDriver(conformant_engine, "openai", workdir=tmp_path).run(get_scenario("sum-numbers"), max_turns=1)
+    report = LoopDriver(conformant_engine, CHAT, workdir=tmp_path).run(get_scenario("sum-numbers"), max_turns=1)
     assert report.ended == "turn_limit"
     assert "loop.turn_limit" in report.check_ids
 
@@ -161,7 +163,7 @@ def test_a_dead_target_fails_fast_at_turn_1(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    report = LoopDriver(f"http://127.0.0.1:{port}", "anthropic", workdir=tmp_path).run(get_scenario("write-static"))
+    report = LoopDriver(f"http://127.0.0.1:{port}", ANTHROPIC, workdir=tmp_path).run(get_scenario("write-static"))
     assert not report.passed and report.failed_turn == 1
     assert report.elapsed < 10
 
@@ -169,42 +171,38 @@ def test_a_dead_target_fails_fast_at_turn_1(tmp_path):
 def test_forced_tool_choice_runs_without_thinking_on_the_anthropic_wire(conformant_engine, tmp_path):
     scenario = get_scenario("write-static")
     assert scenario.tool_choice_required
-    report = LoopDriver(conformant_engine, "anthropic", workdir=tmp_path).run(scenario)
+    report = LoopDriver(conformant_engine, ANTHROPIC, workdir=tmp_path).run(scenario)
     report.raise_for_failure()
     first, second = report.turns[0].request, report.turns[1].request
     assert first["tool_choice"] == {"type": "any"} and "tool_choice" not in second
     assert first["thinking"] == second["thinking"] == {"type": "disabled"}
     assert "context_management" not in first
-    oc = LoopDriver(conformant_engine, "openai", workdir=tmp_path).run(scenario)
+    oc = LoopDriver(conformant_engine, CHAT, workdir=tmp_path).run(scenario)
     oc.raise_for_failure()
     assert oc.turns[0].request["tool_choice"] == "required" and oc.turns[1].request["tool_choice"] == "auto"
 
 
 def test_an_output_cap_ends_the_loop_with_a_stop_reason_failure(tmp_path):
     with engine("output-cap") as url:
-        for api in APIS:
-            report = LoopDriver(url, api, workdir=tmp_path).run(get_scenario("sum-numbers"))
+        for wire in WIRES:
+            report = LoopDriver(url, wire, workdir=tmp_path).run(get_scenario("sum-numbers"))
             assert "loop.stop_reason" in report.check_ids and report.failed_turn == 1
-            assert report.turns[0].stop_reason == ("max_tokens" if api == "anthropic" else "length")
+            assert report.turns[0].stop_reason == wire.stops.cap
 
 
 def test_a_hanging_target_fails_the_turn_on_its_deadline(tmp_path):
     from conformance.net.transport import Deadlines
 
     with engine("hang-with-pings") as url:
-        report = LoopDriver(url, "anthropic", workdir=tmp_path, deadlines=Deadlines(2, 2, 4)).run(
+        report = LoopDriver(url, ANTHROPIC, workdir=tmp_path, deadlines=Deadlines(2, 2, 4)).run(
             get_scenario("write-static"))
     assert report.failed_turn == 1 and report.check_ids[0].startswith("suite.deadline.")
     assert report.elapsed < 8
 
 
-@pytest.mark.parametrize("api", APIS)
-def test_the_bundled_fallback_templates_drive_a_loop(conformant_engine, api, tmp_path):
-    from pathlib import Path
-
-    from conformance.loop.driver import find_template
-
-    template = find_template(api, Path(tmp_path / "empty-corpus"))
+@pytest.mark.parametrize("wire", WIRES, ids=lambda w: w.name)
+def test_the_bundled_fallback_templates_drive_a_loop(conformant_engine, wire, tmp_path):
+    template = find_template(wire, tmp_path / "empty-corpus")
     assert "bundled fallback" in template.source
-    LoopDriver(conformant_engine, api, template=template, workdir=tmp_path).run(
+    LoopDriver(conformant_engine, wire, template=template, workdir=tmp_path).run(
         get_scenario("sum-numbers")).raise_for_failure()

@@ -58,7 +58,7 @@ def test_templates_filters_and_refusals() -> None:
 def test_completion_checks_on_disk(tmp_path: Path) -> None:
     s = {x.id: x for x in load_scenarios()}["sum-numbers"]
     values = s.draw(random.Random(7))
-    box = Sandbox(tmp_path, "claude-code")
+    box = Sandbox(tmp_path)
     box.seed(s.seed_files(values))
     failures = check_completion(s, values, box.read_text)
     assert [f.rule for f in failures] == ["equals"] and failures[0].seen == "(no such file)"
@@ -71,7 +71,7 @@ def test_completion_checks_on_disk(tmp_path: Path) -> None:
 def test_edit_scenario_completion(tmp_path: Path) -> None:
     s = {x.id: x for x in load_scenarios()}["edit-file"]
     values = s.draw(random.Random(3))
-    box = Sandbox(tmp_path, "opencode")
+    box = Sandbox(tmp_path)
     box.seed(s.seed_files(values))
     assert {f.rule for f in check_completion(s, values, box.read_text)} == {"contains", "not_contains"}
     p = tmp_path / "settings.conf"

@@ -1,23 +1,20 @@
-"""Codex's tools over the sandbox: exec_command on the one allowlisted runner, apply_patch's
-operations, and every refusal the model must be able to read."""
+"""Codex's patch format through the sandbox's `patch` operation: every operation of the format,
+every refusal the model must be able to read, and a refused patch changing nothing."""
 
 from __future__ import annotations
 
 import os
-import re
 
 import pytest
 
-from conformance.loop import codex_tools
-from conformance.loop.sandbox import BASH_ALLOWLIST, Sandbox
+from conformance.loop import patch as patch_format
 
-EXEC_SHAPE = re.compile(r"Chunk ID: [0-9a-f]{6}\nWall time: \d+\.\d{4} seconds\nProcess exited with code (-?\d+)\n"
-                        r"Original token count: (\d+)\nOutput:\n(.*)\Z", re.S)
+from .conftest import client_box
 
 
 @pytest.fixture
 def box(tmp_path):
-    sb = Sandbox(tmp_path / "root", "codex")
+    sb = client_box(tmp_path / "root", "codex")
     sb.seed({"notes.txt": "owner=bob\nmode=draft\nlevel=3\n", "src/app.py": "def greet():\n    print('Hi')\n"})
     return sb
 
@@ -26,74 +23,6 @@ def patch(*lines: str) -> dict:
     return {"input": "\n".join(["*** Begin Patch", *lines, "*** End Patch"]) + "\n"}
 
 
-def exec_parts(text: str) -> tuple[int, int, str]:
-    m = EXEC_SHAPE.match(text)
-    assert m, f"not Codex's exec_command framing: {text!r}"
-    return int(m.group(1)), int(m.group(2)), m.group(3)
-
-
-# ---------------------------------------------------------------------------------- exec_command
-def test_exec_command_output_is_framed_as_codex_frames_it(box):
-    out = box.run("exec_command", {"cmd": "cat notes.txt", "yield_time_ms": 1000, "tty": False})
-    code, tokens, text = exec_parts(out.text)
-    assert (code, text, out.is_error) == (0, "owner=bob\nmode=draft\nlevel=3\n", False)
-    assert tokens == 8  # measured: 29 bytes -> 8
-
-
-def test_exec_command_cwd_is_pinned_to_the_sandbox(box):
-    code, _, text = exec_parts(box.run("exec_command", {"cmd": "pwd"}).text)
-    assert (code, text) == (0, f"{box.root}\n")
-    code, _, text = exec_parts(box.run("exec_command", {"cmd": "pwd", "workdir": "src"}).text)
-    assert (code, text) == (0, f"{box.root / 'src'}\n")
-
-
-def test_exec_command_uses_the_sandbox_allowlist_and_no_other(box):
-    # one allowlist: what bash refuses, exec_command refuses with the same reason
-    for cmd in ("python3 -c 'print(1)'", "rm -rf /", "sh -c ls", "bash -lc 'cat notes.txt'"):
-        out = box.run("exec_command", {"cmd": cmd})
-        code, _, text = exec_parts(out.text)
-        _, err, bash_code = box.bash(cmd)
-        assert (code, out.is_error) == (126, True) and bash_code == 126
-        assert err in text and "not allowed" in text
-    assert "exec_command" not in BASH_ALLOWLIST
-
-
-@pytest.mark.parametrize("cmd", ["cat notes.txt; ls", "cat notes.txt | wc -l", "echo $(cat notes.txt)",
-                                 "echo `id`", "ls && (cat notes.txt)", "cat < notes.txt", "ls &", "echo $HOME",
-                                 "ls || true", "echo a\nls"])
-def test_exec_command_refuses_shell_metacharacters(box, cmd):
-    out = box.run("exec_command", {"cmd": cmd})
-    code, _, text = exec_parts(out.text)
-    assert code == 126 and out.is_error and "sandbox:" in text
-
-
-@pytest.mark.parametrize("cmd", ["cat /etc/passwd", "cat ../outside.txt", "ls /", "echo x > /tmp/escape.txt"])
-def test_exec_command_stays_inside_the_root(box, cmd):
-    out = box.run("exec_command", {"cmd": cmd})
-    code, _, text = exec_parts(out.text)
-    assert code != 0 and out.is_error
-    assert "outside the working directory" in text or "'..'" in text
-    assert not os.path.exists("/tmp/escape.txt")
-
-
-def test_exec_command_workdir_outside_is_a_tool_error(box):
-    for workdir in ("/etc", "..", "/"):
-        out = box.run("exec_command", {"cmd": "ls", "workdir": workdir})
-        assert out.is_error
-        assert "outside" in out.text or "'..'" in out.text
-
-
-def test_exec_command_needs_cmd(box):
-    out = box.run("exec_command", {"command": "ls"})
-    assert out.is_error and "`cmd` is missing" in out.text
-
-
-def test_unknown_tool_reads_as_codex_says_it(box):
-    out = box.run("shell", {"command": ["ls"]})
-    assert out.is_error and out.text == "unsupported call: shell"
-
-
-# ---------------------------------------------------------------------------------- apply_patch
 def test_add_file(box):
     out = box.run("apply_patch", patch("*** Add File: docs/new.md", "+# Title", "+", "+body"))
     assert not out.is_error, out.text
@@ -164,7 +93,7 @@ def test_absolute_path_inside_the_root_is_the_same_file(box):
 
 
 def test_parse_patch_reads_the_grammar():
-    ops = codex_tools.parse_patch("*** Begin Patch\n*** Add File: p/add.py\n+abc\n+def\n*** Delete File: p/del.py\n"
+    ops = patch_format.parse_patch("*** Begin Patch\n*** Add File: p/add.py\n+abc\n+def\n*** Delete File: p/del.py\n"
                                   "*** Update File: p/u.py\n*** Move to: p/u2.py\n@@ def f():\n-    pass\n"
                                   "+    return 123\n*** End Patch")
     assert [(o.kind, o.path) for o in ops] == [("add", "p/add.py"), ("delete", "p/del.py"), ("update", "p/u.py")]
@@ -193,8 +122,8 @@ def test_refuses_path_traversal(box, path):
 
 @pytest.mark.parametrize("path", ["/etc/passwd", "/tmp/conformance-escape.txt"])
 def test_refuses_absolute_paths_outside(box, path):
-    refused(box, patch(f"*** Add File: {path}", "+x"), "absolute and outside")
-    refused(box, patch(f"*** Delete File: {path}"), "absolute and outside")
+    refused(box, patch(f"*** Add File: {path}", "+x"), "outside the working directory")
+    refused(box, patch(f"*** Delete File: {path}"), "outside the working directory")
     assert not os.path.exists("/tmp/conformance-escape.txt")
 
 
@@ -202,9 +131,9 @@ def test_refuses_a_symlinked_file_leading_out(box, tmp_path):
     secret = tmp_path / "secret.txt"
     secret.write_text("keep\n")
     os.symlink(secret, box.root / "link.txt")
-    refused(box, patch("*** Update File: link.txt", "@@", "-keep", "+gone"), "symlink")
-    refused(box, patch("*** Delete File: link.txt"), "symlink")
-    refused(box, patch("*** Add File: link.txt", "+over"), "symlink")
+    refused(box, patch("*** Update File: link.txt", "@@", "-keep", "+gone"), "outside the working directory")
+    refused(box, patch("*** Delete File: link.txt"), "outside the working directory")
+    refused(box, patch("*** Add File: link.txt", "+over"), "outside the working directory")
     assert secret.read_text() == "keep\n"
 
 
@@ -212,15 +141,18 @@ def test_refuses_writing_through_a_symlinked_directory(box, tmp_path):
     outside = tmp_path / "outdir"
     outside.mkdir()
     os.symlink(outside, box.root / "linkdir")
-    refused(box, patch("*** Add File: linkdir/new.txt", "+x"), "symlink")
+    refused(box, patch("*** Add File: linkdir/new.txt", "+x"), "outside the working directory")
     refused(box, patch("*** Update File: notes.txt", "*** Move to: linkdir/moved.txt", "@@", "-level=3",
-                       "+level=9"), "symlink")
+                       "+level=9"), "outside the working directory")
     assert list(outside.iterdir()) == []
 
 
-def test_refuses_a_symlink_even_inside_the_root(box):
+def test_follows_a_link_whose_target_stays_inside_the_root(box):
+    # one policy for every tool: an in-root link is followed, as the OS follows it for Codex
     os.symlink(box.root / "notes.txt", box.root / "alias.txt")
-    refused(box, patch("*** Update File: alias.txt", "@@", "-level=3", "+level=4"), "symlink")
+    out = box.run("apply_patch", patch("*** Update File: alias.txt", "@@", "-level=3", "+level=4"))
+    assert not out.is_error, out.text
+    assert box.read_text("notes.txt") == "owner=bob\nmode=draft\nlevel=4\n"
 
 
 @pytest.mark.parametrize("path", ["a;rm -rf x.txt", "$(id).txt", "`id`.txt", "a|b.txt", "x > y.txt", "we\x00ird.txt",
@@ -262,16 +194,3 @@ def test_a_later_failure_leaves_the_earlier_operations_unwritten(box):
 def test_patch_text_missing_is_explained(box):
     out = box.run("apply_patch", {"patch": "x"})
     assert out.is_error and "patch text is missing" in out.text
-
-
-def test_exec_command_writes_a_file_as_a_shell_would_with_printf(box):
-    # what a model without apply_patch sends: a quoted multi-line argument, the %s directive
-    out = box.run("exec_command", {"cmd": "printf '%s' 'line one\nline two\n' > out.txt && cat out.txt"})
-    code, _, text = exec_parts(out.text)
-    assert (code, text) == (0, "line one\nline two\n")
-    assert box.read_text("out.txt") == "line one\nline two\n"
-    for cmd in ("printf '%d' 3", "printf '%x %s' 1 2", "printf '%n' x"):
-        code, _, text = exec_parts(box.run("exec_command", {"cmd": cmd}).text)
-        assert code != 0 and "only the %s directive" in text
-    code, _, text = exec_parts(box.run("exec_command", {"cmd": "echo 'a\nb'\nls"}).text)
-    assert code == 126 and "multi-line" in text  # a newline outside quotes separates commands

@@ -1,40 +1,29 @@
-"""Codex CLI's tools over the sandbox: `exec_command` and the freeform `apply_patch`.
+"""Codex's patch format, parsed and applied inside the sandbox root (the `patch` operation).
 
-Rules (the sandbox, `conformance.loop.sandbox`, dispatches the calls; this module imports it not):
-- `exec_command{cmd, workdir?, ...}` runs `cmd` with the sandbox's one allowlisted, shell-less
-  command runner (`Sandbox.bash`): there is no second allowlist here and no process is started.
-  The working directory is the sandbox root, or `workdir` when it resolves inside the root. The
-  other arguments of Codex's schema (`yield_time_ms`, `max_output_tokens`, `tty`, `shell`,
-  `login`, `sandbox_permissions`, ...) are accepted and have no effect: nothing is escalated.
-- `apply_patch` takes the raw text of a `custom_tool_call` (`input`), in Codex's patch format
-  (openai/codex, codex-rs/apply-patch/src/parser.rs, whose Lark grammar Codex 0.171.0 also sends
-  as the tool's `format.definition`): `*** Begin Patch`, then `*** Add File: P` (every following
-  line `+text`), `*** Delete File: P`, `*** Update File: P` with an optional `*** Move to: Q` and
-  chunks introduced by `@@` or `@@ context` whose lines start with ` ` (context), `-` (removed) or
-  `+` (added), optionally ending in `*** End of File`, then `*** End Patch`. As in Codex, marker
-  lines may carry surrounding whitespace, the first chunk of an update may omit its `@@`, a
-  chunk's old lines are found after its context line (exact, then ignoring trailing, then
-  surrounding whitespace), a chunk without old lines appends at the end of the file, and an
-  updated file ends with a newline.
-- Every path of a patch must lie strictly inside the sandbox root: `..`, an absolute path that is
-  not under the root, any symlink on the way (inside the root or leading out), NUL or control
-  characters and shell metacharacters in a path are refused. The whole patch is checked and
-  computed before anything is written, so a refused patch changes nothing on disk.
-- Results are shaped as Codex 0.171.0 shapes them (measured against a scripted loopback server,
-  docs/loop.md): exec_command `Chunk ID: 6 hex / Wall time: S.SSSS seconds / Process exited with
-  code N / Original token count: T / Output:` then the output; apply_patch `Exit code: 0 / Wall
-  time: S seconds / Output:` (S with one decimal, none when whole) then `Success. Updated the
-  following files:` and one `A|M|D path` line per file; a patch that cannot be applied answers `apply_patch verification failed: WHY`.
-  The model reads a refusal as the tool output; nothing is raised.
+Rules:
+- The format is Codex's (openai/codex, codex-rs/apply-patch/src/parser.rs, whose Lark grammar
+  Codex 0.171.0 also sends as the apply_patch tool's `format.definition`): `*** Begin Patch`,
+  then `*** Add File: P` (every following line `+text`), `*** Delete File: P`, `*** Update File:
+  P` with an optional `*** Move to: Q` and chunks introduced by `@@` or `@@ context` whose lines
+  start with ` ` (context), `-` (removed) or `+` (added), optionally ending in `*** End of File`,
+  then `*** End Patch`. As in Codex, marker lines may carry surrounding whitespace, the first
+  chunk of an update may omit its `@@`, a chunk's old lines are found after its context line
+  (exact, then ignoring trailing, then surrounding whitespace), a chunk without old lines
+  appends at the end of the file, and an updated file ends with a newline.
+- Every path of a patch is confined by the sandbox's one policy (`conformance.loop.confinement`:
+  `..`, an absolute path not under the root and a link leading out are refused); a patch's path
+  must also be a plain name: NUL or control characters and shell metacharacters are refused.
+- The whole patch is checked and computed before anything is written, so a refused patch changes
+  nothing on disk. A refusal is a `PatchError` (or the confinement's `SandboxError`) whose text
+  says which line or path is wrong and why; how it is worded to the model is the voice's.
 """
 
 from __future__ import annotations
 
-import math
-import os
-import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from conformance.loop.confinement import confine
 
 BEGIN, END = "*** Begin Patch", "*** End Patch"
 ADD, DELETE, UPDATE, MOVE = "*** Add File: ", "*** Delete File: ", "*** Update File: ", "*** Move to: "
@@ -217,27 +206,10 @@ def _check_name(path: str) -> None:
                          "use a plain relative path inside the working directory")
 
 
-def confined(root: Path, path: str) -> Path:
-    """The real path of a patch's `path` inside `root` (a real path), with no symlink anywhere
-    on the way."""
+def _confined(root: Path, path: str) -> Path:
+    """A patch's path: a plain name (`_check_name`), inside the root by the sandbox's one policy."""
     _check_name(path)
-    raw = Path(path)
-    if ".." in raw.parts:
-        raise PatchError(f"path {path!r} uses '..'; only paths inside the working directory {root} are allowed")
-    if raw.is_absolute() and root != raw and root not in raw.parents:
-        raise PatchError(f"path {path!r} is absolute and outside the working directory {root}; "
-                         "use a path relative to it")
-    rel = raw.relative_to(root) if raw.is_absolute() else raw
-    walk = root
-    for part in rel.parts:
-        walk = walk / part
-        if walk.is_symlink():
-            raise PatchError(f"path {path!r} goes through the symlink {walk}; apply_patch does not follow "
-                             "symlinks in the sandbox")
-    real = Path(os.path.realpath(walk))
-    if real != walk:  # pragma: no cover - the walk above refuses every link; belt and braces
-        raise PatchError(f"path {path!r} resolves to {real}, not {walk}")
-    return walk
+    return confine(root, path)
 
 
 def apply_patch_text(root: Path, text: str) -> list[str]:
@@ -259,7 +231,7 @@ def apply_patch_text(root: Path, text: str) -> list[str]:
         return p.read_text(encoding="utf-8")
 
     for op in ops:
-        p = confined(root, op.path)
+        p = _confined(root, op.path)
         if op.kind == "add":
             if p.is_dir():
                 raise PatchError(f"Failed to write file {p}: Is a directory (os error 21)")
@@ -274,7 +246,7 @@ def apply_patch_text(root: Path, text: str) -> list[str]:
         else:
             new_text = apply_chunks(current(p), op.chunks, str(p))
             if op.move_to is not None:
-                dest = confined(root, op.move_to)
+                dest = _confined(root, op.move_to)
                 if dest.is_dir():
                     raise PatchError(f"Failed to write file {dest}: Is a directory (os error 21)")
                 staged[dest] = new_text
@@ -292,57 +264,3 @@ def apply_patch_text(root: Path, text: str) -> list[str]:
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_text(new, encoding="utf-8")
     return summary
-
-
-# ---------------------------------------------------------------------------------- the tools' texts
-def _token_count(text: str) -> int:
-    """Codex's `Original token count`: measured as ceil(bytes / 4) (29 bytes -> 8, 68 -> 17)."""
-    return math.ceil(len(text.encode("utf-8")) / 4)
-
-
-def exec_output(output: str, code: int, wall_s: float, chunk_id: str | None = None) -> str:
-    """The function_call_output text Codex 0.171.0 sends for a finished exec_command."""
-    chunk_id = chunk_id or secrets.token_hex(3)
-    return (f"Chunk ID: {chunk_id}\nWall time: {wall_s:.4f} seconds\nProcess exited with code {code}\n"
-            f"Original token count: {_token_count(output)}\nOutput:\n{output}")
-
-
-def patch_output(summary: list[str], wall_s: float = 0.0) -> str:
-    """The custom_tool_call_output text Codex 0.171.0 sends for a patch that applied; its wall time
-    has one decimal and none when whole (measured: `0 seconds`, `0.1 seconds`)."""
-    files = "".join(line + "\n" for line in summary)
-    wall = f"{round(wall_s, 1):g}"
-    return f"Exit code: 0\nWall time: {wall} seconds\nOutput:\nSuccess. Updated the following files:\n{files}"
-
-
-def patch_failure(why: str) -> str:
-    """The custom_tool_call_output text Codex 0.171.0 sends for a patch it refused."""
-    return f"apply_patch verification failed: {why}"
-
-
-def patch_input(args: object) -> str | None:
-    """The patch text of a call: the custom tool call's raw `input` (or a JSON `{"input": ...}`)."""
-    text = args.get("input") if isinstance(args, dict) else args
-    return text if isinstance(text, str) else None
-
-
-# The MCP server a scenario may attach (`mcp_server: "files"`): Codex 0.171.0 offers an MCP
-# server's tools as one `namespace` tool named `mcp__<server>` (measured with a stdio MCP server).
-MCP_FILES_NAMESPACE = "mcp__files"
-MCP_FILES_TOOL = {
-    "type": "namespace", "name": MCP_FILES_NAMESPACE, "description": f"Tools in the {MCP_FILES_NAMESPACE} namespace.",
-    "tools": [{"type": "function", "name": "read_file", "description": "Read a text file of the project",
-               "strict": False, "parameters": {"type": "object", "properties": {"path": {"type": "string"}},
-                                               "required": ["path"]}}],
-}
-
-
-def mcp_output(text: str, wall_s: float) -> list[dict]:
-    """The function_call_output `output` Codex 0.171.0 sends for an MCP tool call: content parts,
-    the first its wall time, then the server's content."""
-    return [{"type": "input_text", "text": f"Wall time: {wall_s:.4f} seconds\nOutput:"},
-            {"type": "input_text", "text": text}]
-
-
-def unknown_tool(name: str) -> str:
-    return f"unsupported call: {name}"

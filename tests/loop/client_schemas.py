@@ -1,42 +1,11 @@
-"""The real clients' tools as the loop knows them: names, argument names and schemas.
+"""The real clients' tool schemas as they send them (long descriptions shortened): test data.
 
-Rules:
-- Facts measured on this machine from the first request of each client (Claude Code 2.1.197,
-  opencode 1.18.33) against a loopback server; older releases add tools (Claude Code's Glob,
-  Grep and LS; opencode's list) that the sandbox implements as well. The loop never offers tools
-  itself: the captured request's own `tools` array is what the model sees. These tables name
-  which dialect runs which client's tools and give the schemas the self-tests compare against.
-- One dialect, one client: the Anthropic wire is driven as Claude Code drives it, the OpenAI
-  chat wire as opencode drives it, the Responses wire as Codex CLI drives it (`CLIENT_FOR_API`,
-  keyed by the Dialect's name). Codex 0.171.0 offers `exec_command` (a function tool, JSON
-  arguments `{cmd, workdir?, ...}`) and, with the model catalog's `apply_patch_tool_type:
-  "freeform"`, `apply_patch` as a custom tool whose input is the raw patch text.
-- Which tools a request offers is the Dialect's reader (`offered_tools`), not a copy here.
+Measured on this machine from the first request of each client (Claude Code 2.1.197, opencode
+1.18.33) against a loopback server; Claude Code 2.1.197 offers Glob and Grep when Bash is
+disallowed (`--disallowedTools Bash`). The sandbox tests call every tool with the arguments these
+schemas require, so a persona that names an argument wrongly fails there.
 """
 
-from __future__ import annotations
-
-from conformance.wire import ANTHROPIC, CHAT, RESPONSES
-from conformance.wire.dialect import dialect
-
-CLIENT_FOR_API = {ANTHROPIC.name: "claude-code", CHAT.name: "opencode", RESPONSES.name: "codex"}
-API_FOR_CLIENT = {v: k for k, v in CLIENT_FOR_API.items()}
-
-# Tool names each client offers that the sandbox implements (current + older releases).
-SANDBOX_TOOLS = {
-    "claude-code": ("Read", "Write", "Edit", "Bash", "Glob", "Grep", "LS"),
-    "opencode": ("read", "write", "edit", "bash", "glob", "grep", "list"),
-    "codex": ("exec_command", "apply_patch"),
-}
-
-# Tools a client's first request must offer to serve as a loop template: Codex offers apply_patch
-# only with a model catalog entry that enables it (captures without one edit through the shell).
-LOOP_TOOLS = {"codex": ("exec_command", "apply_patch")}
-
-# The path argument of each file tool, per client.
-PATH_ARGUMENT = {"claude-code": "file_path", "opencode": "filePath"}
-
-# input_schema / parameters as sent on the wire (long descriptions shortened).
 SCHEMAS = {
     "claude-code": {
         "Bash": {
@@ -285,7 +254,6 @@ SCHEMAS = {
 }
 
 
-# Claude Code 2.1.197 offers Glob and Grep when Bash is disallowed (`--disallowedTools Bash`).
 SCHEMAS["claude-code"].update({
     "Glob": {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -381,12 +349,3 @@ SCHEMAS["claude-code"].update({
         "additionalProperties": False
     }
 })
-
-def offered_tool_names(api: str, body: dict) -> list[str]:
-    """Names of the tools a request body offers, in either dialect, in the order offered."""
-    return list(dialect(api).offered_tools(body))
-
-
-def offered_schema(api: str, body: dict, name: str) -> dict | None:
-    """The JSON schema of the offered tool `name` (None when it is not offered or has none)."""
-    return dialect(api).offered_tools(body).get(name)
