@@ -35,12 +35,13 @@ from typing import Any
 
 from conformance.capture.corpus import load_captures
 from conformance.capture.format import Capture, Exchange
+from conformance.clients.profile import all_identifiers
+from conformance.core.versions import version_key
 
-# Request headers compared by name only: their values change per run or are redacted.
+# Request headers compared by name only: their values change per run or are redacted (the
+# clients' identifier headers, as their profiles place them: ids, a turn's start time).
 _VOLATILE_HEADERS = frozenset({"content-length", "host", "date", "connection", "x-stainless-retry-count",
-                               # Codex: turn metadata (ids, a start time) and per-run ids
-                               "x-codex-turn-metadata", "x-codex-window-id", "session-id", "thread-id",
-                               "x-client-request-id"})
+                               *all_identifiers().headers, *all_identifiers().json_headers})
 # Body keys whose value is compared as is (settings, not content).
 _SETTING_KEYS = ("model", "max_tokens", "max_completion_tokens", "thinking", "output_config",
                  "context_management", "stream", "stream_options", "tool_choice", "temperature", "top_p",
@@ -197,13 +198,9 @@ def _flat_capture(capture: Capture, responses: bool) -> dict[str, Any]:
 
 def _index(captures: list[Capture]) -> dict[str, Capture]:
     out: dict[str, Capture] = {}
-    for cap in sorted(captures, key=lambda c: (c.client, c.case, _version_key(c.client_version))):
+    for cap in sorted(captures, key=lambda c: (c.client, c.case, version_key(c.client_version))):
         out[f"{cap.client}/{cap.case}"] = cap  # the newest version of a case wins
     return out
-
-
-def _version_key(version: str) -> list[Any]:
-    return [(0, int(p)) if p.isdigit() else (1, p) for p in version.replace("-", ".").split(".")]
 
 
 def diff_corpora(old: list[Capture], new: list[Capture], *, responses: bool = False) -> list[Change]:
