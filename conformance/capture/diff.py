@@ -29,12 +29,15 @@ Rules:
 from __future__ import annotations
 
 import json
+import re
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from conformance.capture.corpus import load_captures
 from conformance.capture.format import Capture, Exchange
+from conformance.capture.redact import looks_pseudonymous
 from conformance.clients.profile import all_identifiers
 from conformance.core.versions import version_key
 
@@ -111,7 +114,7 @@ def summarize_exchange(ex: Exchange, *, responses: bool = False) -> dict[str, An
     req = ex.request
     headers: dict[str, Any] = {}
     for name, value in sorted(req.headers.items()):
-        if name in _VOLATILE_HEADERS or "<redacted" in value or _looks_pseudonymous(value):
+        if name in _VOLATILE_HEADERS or "<redacted" in value or looks_pseudonymous(value):
             headers[name] = "(present)"
         elif name == "anthropic-beta":
             headers[name] = [b.strip() for b in value.split(",")]
@@ -162,10 +165,6 @@ def summarize_exchange(ex: Exchange, *, responses: bool = False) -> dict[str, An
         out["response"] = {"status": ex.response.status,
                            "content-type": ex.response.headers.get("content-type", "")}
     return out
-
-
-def _looks_pseudonymous(value: str) -> bool:
-    return value.startswith(("00000000-0000-4000-8000-", "ses_0")) or value.startswith("session-")
 
 
 def exchange_labels(capture: Capture) -> list[tuple[str, Exchange]]:
@@ -344,8 +343,6 @@ def _message_shapes(reqs) -> dict[str, str]:
 
 def _first_system_blocks(caps: list[Capture]) -> dict[str, set[str]]:
     """version -> the distinct per-conversation suffixes of a `x-anthropic-billing-header` block."""
-    import re
-
     out: dict[str, set[str]] = {}
     for c in caps:
         for e in c.exchanges:
@@ -466,8 +463,6 @@ def drift_summary(old: list[Capture], new: list[Capture], changes: list[Change] 
 def _finding_lines(risk: str, what: str, note: str) -> list[str]:
     """The finding wrapped at SUMMARY_COLUMNS (lists are never cut), its note on the same line when
     it fits, else on the next."""
-    import textwrap
-
     lines = textwrap.wrap(what, SUMMARY_COLUMNS, initial_indent=f"{risk.upper():<7}", subsequent_indent=" " * 9,
                           break_on_hyphens=False)
     joined = f"{lines[-1]} -> {note}"
