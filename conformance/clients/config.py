@@ -145,14 +145,13 @@ def bundled_catalog(binary: Path, env: dict[str, str], model: str, timeout: floa
     return {"models": [entry]}
 
 
-def write_config(client: ClientProfile, binary: Path, *, wire: Dialect, env: dict[str, str], home: Path,
-                 project: Path, base_url: str, api_key: str, settings: Settings) -> dict[str, str]:
-    """Write the config files the profile's `Launch.config` names; returns path -> text."""
+def write_config(client: ClientProfile, binary: Path, *, wire: Dialect, env: dict[str, str], project: Path,
+                 base_url: str, api_key: str, settings: Settings) -> None:
+    """Write the config files the profile's `Launch.config` names (module rules)."""
     kind = client.launch.config
     if kind == OPENCODE_JSON:
-        path = project / OPENCODE_JSON
-        path.write_text(json.dumps(opencode_config(client, wire, base_url=base_url, api_key=api_key,
-                                                   settings=settings), indent=1))
+        config = opencode_config(client, wire, base_url=base_url, api_key=api_key, settings=settings)
+        (project / OPENCODE_JSON).write_text(json.dumps(config, indent=1))
     elif kind == CODEX_TOML:
         codex_home = Path(env["CODEX_HOME"])
         model = settings.model or LOCAL_MODEL
@@ -161,18 +160,12 @@ def write_config(client: ClientProfile, binary: Path, *, wire: Dialect, env: dic
             catalog = codex_home / CATALOG_FILE
             entries = bundled_catalog(binary, env, model) if settings.catalog == BUNDLED else minimal_catalog(model)
             catalog.write_text(json.dumps(entries, indent=1))
-        path = codex_home / "config.toml"
-        path.write_text(codex_config(base_url=base_url, model=model, key_env=client.launch.api_key_env,
-                                     catalog_path=str(catalog) if catalog else None, web_search=settings.web_search,
-                                     mcp=settings.mcp_server, project=str(project)))
+        (codex_home / "config.toml").write_text(codex_config(
+            base_url=base_url, model=model, key_env=client.launch.api_key_env,
+            catalog_path=str(catalog) if catalog else None, web_search=settings.web_search, mcp=settings.mcp_server,
+            project=str(project)))
     elif kind:
         raise ValueError(f"{client.name}: no writer for the config file {kind!r}")
-    else:
-        return {}
-    files = {str(path): path.read_text()}
-    if kind == CODEX_TOML and settings.catalog:
-        files[str(codex_home / CATALOG_FILE)] = (codex_home / CATALOG_FILE).read_text()
-    return files
 
 
 def config_preview(client: ClientProfile, wire: Dialect, settings: Settings) -> dict[str, Any]:

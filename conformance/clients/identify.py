@@ -116,6 +116,6 @@ def identify(headers: Mapping[str, str], body: Any, wire: Dialect | None,
     named = by_body(system, tools) or GENERIC
     borrowed = f"User-Agent `{user_agent}`" if claimed else "header " + ", ".join(
         f"`{k}: {v}`" for k, v in claimed_profile.identity.headers.items())
-    note = (f"sent {claimed_profile.display}'s {borrowed}, but its body is not {claimed_profile.display}'s "
-            f"({'offers ' + ', '.join(sorted(tools)[:6]) if tools else 'another client system prompt'})")
+    why = "offers " + ", ".join(sorted(tools)[:6]) if tools else "another client's system prompt"
+    note = f"sent {claimed_profile.display}'s {borrowed}, but its body is not {claimed_profile.display}'s ({why})"
     return named, UNKNOWN_VERSION, note

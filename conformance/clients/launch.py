@@ -35,7 +35,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from conformance.clients.config import Settings, write_config
@@ -167,15 +167,14 @@ def find_release_binary(client: ClientProfile, version: str) -> Path:
 @dataclass
 class Prepared:
     """One run, ready to start: the command line (the binary first), as recorded (the CLI's
-    name first, `<project>` for the project folder), its environment and folders, and the config
-    files written (path -> text)."""
+    name first, `<project>` for the project folder), its environment and folders. The config
+    files stay in the scratch folder: they hold the key."""
 
     argv: list[str]
     shown: list[str]
     env: dict[str, str]
     home: Path
     project: Path
-    files: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -214,16 +213,13 @@ def describe_environment(client: ClientProfile) -> str:
 
 
 def _argv(client: ClientProfile, *, prompt: str, project: str, model: str | None, settings: Settings) -> list[str]:
+    """The arguments after the binary: each placeholder is a whole argument, so a prompt that
+    happens to hold `{project}` stays as written."""
     launch = client.launch  # a client without model_argv names its model in its config file
-    options = [*(launch.no_shell_argv if settings.forbid_shell else ()),
-               *(a.replace("{model}", model) for a in (launch.model_argv if model else ())), *settings.flags]
-    out: list[str] = []
-    for arg in launch.argv:
-        if arg == "{options}":
-            out += options
-        else:
-            out.append(arg.replace("{prompt}", prompt).replace("{project}", project))
-    return out
+    model_args = [model if a == "{model}" else a for a in launch.model_argv] if model else []
+    values = {"{prompt}": [prompt], "{project}": [project],
+              "{options}": [*(launch.no_shell_argv if settings.forbid_shell else ()), *model_args, *settings.flags]}
+    return [out for arg in launch.argv for out in values.get(arg, [arg])]
 
 
 def prepare(client: ClientProfile, binary: Path, *, wire: Dialect, prompt: str, base_url: str, api_key: str,
@@ -235,11 +231,11 @@ def prepare(client: ClientProfile, binary: Path, *, wire: Dialect, prompt: str, 
     home, project = root / "home", root / "project"
     project.mkdir(parents=True, exist_ok=True)
     env = {**environment(client, home, base_url, api_key), **settings.env}
-    files = write_config(client, binary, wire=wire, env=env, home=home, project=project, base_url=base_url,
-                         api_key=api_key, settings=settings)
+    write_config(client, binary, wire=wire, env=env, project=project, base_url=base_url, api_key=api_key,
+                 settings=settings)
     args = _argv(client, prompt=prompt, project=str(project), model=settings.model, settings=settings)
     shown = _argv(client, prompt=prompt, project="<project>", model=settings.model, settings=settings)
-    return Prepared([str(binary), *args], [client.binary, *shown], env, home, project, files)
+    return Prepared([str(binary), *args], [client.binary, *shown], env, home, project)
 
 
 def run(prepared: Prepared, deadline: float) -> Finished:

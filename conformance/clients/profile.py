@@ -68,15 +68,16 @@ class Identifiers:
 class Launch:
     """How the client's CLI runs one prompt offline against a base URL (`conformance.clients.launch`).
 
-    `argv` follows the binary; `{prompt}` and `{project}` are filled in and `{flags}` expands to the
-    caller's extra flags."""
+    `argv` follows the binary; the whole arguments `{prompt}` and `{project}` are filled in, and
+    `{options}` expands to the no-shell flags (when the run asks), the model flags and the run's
+    own flags."""
 
     argv: tuple[str, ...]
     env: Mapping[str, str] = field(default_factory=dict)  # the offline settings (PEERS.md)
     base_url_env: str = ""  # the variable pointing the CLI at the base URL (no config file needed)
     api_key_env: str = ""  # the variable holding the key
     home_dirs: Mapping[str, str] = field(default_factory=dict)  # variable -> folder inside the scratch HOME
-    model_argv: tuple[str, ...] = ()  # how a model is named on the command line (`{model}`); empty:
+    model_argv: tuple[str, ...] = ()  # how a model is named on the command line (the argument `{model}`); empty:
     # the config file names it
     no_shell_argv: tuple[str, ...] = ()  # flags that keep the model's commands off the host
     config: str = ""  # the config file the launcher writes: "opencode.json" | "codex config.toml"

@@ -108,7 +108,7 @@ def test_claude_code_live_runs_keep_the_shell_away_and_the_recapture_records_def
     live = _prepare(CLAUDE_CODE, tmp_path / "live", ANTHROPIC, model="reference-model")
     assert live.argv[1:] == ["-p", "do it", "--output-format", "json", "--permission-mode", "acceptEdits",
                              "--disallowedTools", "Bash", "--model", "reference-model"]
-    assert live.shown[0] == "claude" and live.files == {}
+    assert live.shown[0] == "claude" and not (live.project / "opencode.json").exists()
     recorded = _prepare(CLAUDE_CODE, tmp_path / "rec", ANTHROPIC, forbid_shell=False, flags=("--effort", "max"))
     assert recorded.shown == ["claude", "-p", "do it", "--output-format", "json", "--effort", "max"]
 
@@ -141,9 +141,12 @@ def test_codex_runs_sandboxed_with_writes_only_in_the_project(tmp_path):
     assert argv[-3:] == ["--cd", str(p.project), "do it"] and p.shown[-3:] == ["--cd", "<project>", "do it"]
     codex_home = Path(p.env["CODEX_HOME"])
     assert codex_home == p.home / ".codex" and p.env["CONFORMANCE_CODEX_KEY"] == "sk-fake"
+    odd = prepare(CODEX, tmp_path / "codex", wire=RESPONSES, prompt="write {project} and {model}", base_url="http://p",
+                  api_key="k", root=tmp_path / "odd", settings=Settings(catalog=None))
+    assert odd.argv[-1] == "write {project} and {model}"  # placeholders are whole arguments
     catalog = json.loads((codex_home / "model-catalog.json").read_text())["models"][0]
     assert catalog["slug"] == "local-model" and catalog["apply_patch_tool_type"] == "freeform"
-    assert set(p.files) == {str(codex_home / "config.toml"), str(codex_home / "model-catalog.json")}
+    assert "--ephemeral" in argv and (codex_home / "config.toml").is_file()
 
 
 def test_a_run_past_its_deadline_is_killed_with_its_process_group(tmp_path):
