@@ -29,18 +29,22 @@ Rules:
 from __future__ import annotations
 
 import json
+import re
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from conformance.capture.corpus import load_captures
 from conformance.capture.format import Capture, Exchange
+from conformance.capture.redact import looks_pseudonymous
+from conformance.clients.profile import all_identifiers
+from conformance.core.versions import version_key
 
-# Request headers compared by name only: their values change per run or are redacted.
+# Request headers compared by name only: their values change per run or are redacted (the
+# clients' identifier headers, as their profiles place them: ids, a turn's start time).
 _VOLATILE_HEADERS = frozenset({"content-length", "host", "date", "connection", "x-stainless-retry-count",
-                               # Codex: turn metadata (ids, a start time) and per-run ids
-                               "x-codex-turn-metadata", "x-codex-window-id", "session-id", "thread-id",
-                               "x-client-request-id"})
+                               *all_identifiers().headers, *all_identifiers().json_headers})
 # Body keys whose value is compared as is (settings, not content).
 _SETTING_KEYS = ("model", "max_tokens", "max_completion_tokens", "thinking", "output_config",
                  "context_management", "stream", "stream_options", "tool_choice", "temperature", "top_p",
@@ -110,7 +114,7 @@ def summarize_exchange(ex: Exchange, *, responses: bool = False) -> dict[str, An
     req = ex.request
     headers: dict[str, Any] = {}
     for name, value in sorted(req.headers.items()):
-        if name in _VOLATILE_HEADERS or "<redacted" in value or _looks_pseudonymous(value):
+        if name in _VOLATILE_HEADERS or "<redacted" in value or looks_pseudonymous(value):
             headers[name] = "(present)"
         elif name == "anthropic-beta":
             headers[name] = [b.strip() for b in value.split(",")]
@@ -163,10 +167,6 @@ def summarize_exchange(ex: Exchange, *, responses: bool = False) -> dict[str, An
     return out
 
 
-def _looks_pseudonymous(value: str) -> bool:
-    return value.startswith(("00000000-0000-4000-8000-", "ses_0")) or value.startswith("session-")
-
-
 def exchange_labels(capture: Capture) -> list[tuple[str, Exchange]]:
     """Each exchange with a label stable across runs: kind plus occurrence number."""
     seen: dict[str, int] = {}
@@ -197,13 +197,9 @@ def _flat_capture(capture: Capture, responses: bool) -> dict[str, Any]:
 
 def _index(captures: list[Capture]) -> dict[str, Capture]:
     out: dict[str, Capture] = {}
-    for cap in sorted(captures, key=lambda c: (c.client, c.case, _version_key(c.client_version))):
+    for cap in sorted(captures, key=lambda c: (c.client, c.case, version_key(c.client_version))):
         out[f"{cap.client}/{cap.case}"] = cap  # the newest version of a case wins
     return out
-
-
-def _version_key(version: str) -> list[Any]:
-    return [(0, int(p)) if p.isdigit() else (1, p) for p in version.replace("-", ".").split(".")]
 
 
 def diff_corpora(old: list[Capture], new: list[Capture], *, responses: bool = False) -> list[Change]:
@@ -347,8 +343,6 @@ def _message_shapes(reqs) -> dict[str, str]:
 
 def _first_system_blocks(caps: list[Capture]) -> dict[str, set[str]]:
     """version -> the distinct per-conversation suffixes of a `x-anthropic-billing-header` block."""
-    import re
-
     out: dict[str, set[str]] = {}
     for c in caps:
         for e in c.exchanges:
@@ -469,8 +463,6 @@ def drift_summary(old: list[Capture], new: list[Capture], changes: list[Change] 
 def _finding_lines(risk: str, what: str, note: str) -> list[str]:
     """The finding wrapped at SUMMARY_COLUMNS (lists are never cut), its note on the same line when
     it fits, else on the next."""
-    import textwrap
-
     lines = textwrap.wrap(what, SUMMARY_COLUMNS, initial_indent=f"{risk.upper():<7}", subsequent_indent=" " * 9,
                           break_on_hyphens=False)
     joined = f"{lines[-1]} -> {note}"

@@ -23,8 +23,11 @@ Rules:
   `client disconnected mid-stream`; an upstream that breaks mid-stream leaves the bytes that
   arrived and the note `upstream broke: ...`, and the client sees the connection cut, as it
   would have without the proxy. An unreachable upstream answers 502 and is recorded as such.
-- Client name and version come from the User-Agent (`claude-cli/V`, `opencode/V`) unless the
-  caller sets them.
+- Client name and version come from the requests (`conformance.clients.identify`: the User-Agent,
+  header facts, and body facts that win over a borrowed User-Agent), unless the caller sets them
+  (`conformance capture --client/--client-version`). Until a request whose body can tell clients
+  apart decides, the last request that named a client stands. A note of the identification (a
+  client that sent another's User-Agent) is recorded in the capture's meta as `identification`.
 - No deadline shorter than the client's own: connect 30 s, no total limit, 600 s between bytes.
 """
 
@@ -35,7 +38,6 @@ import contextlib
 import itertools
 import json
 import os
-import re
 import signal
 import sys
 import tempfile
@@ -58,6 +60,9 @@ from conformance.capture.format import (
     capture_to_json,
 )
 from conformance.capture.redact import RedactionConfig, Redactor
+from conformance.clients.identify import UNKNOWN_VERSION, has_body_facts, identify
+from conformance.clients.profile import GENERIC, ClientProfile
+from conformance.wire.dialect import dialect_for_path
 
 # RFC 9110 section 7.6.1 hop-by-hop fields, plus the ones aiohttp sets itself.
 _HOP_BY_HOP = frozenset(
@@ -65,37 +70,16 @@ _HOP_BY_HOP = frozenset(
      "host", "content-length"}
 )
 
-_UA_CLIENTS = (
-    (re.compile(r"claude-cli/(\d[\w.\-]*)"), "claude-code"),
-    (re.compile(r"\bopencode/(\d[\w.\-]*)"), "opencode"),
-)
-
-
 # How long a stop waits for the exchanges in flight before cutting them: with the cut, the final
 # write and the loop's own shutdown the whole stop stays under the 5 s a script or a user waits.
 DRAIN_SECONDS = 3.5
 STOPPED_NOTE = "proxy stopped mid-stream"
 
 
-def infer_client(user_agent: str) -> tuple[str, str] | None:
-    """(client name, version) from a User-Agent, or None when it is not a known client.
-
-    Codex sends `<originator>/<version> (<os>; <arch>) <terminal>`, the originator being
-    `codex_exec` (exec mode), `codex_cli_rs` (the TUI) or another `codex_*` front end."""
-    for rx, name in _UA_CLIENTS:
-        m = rx.search(user_agent or "")
-        if m:
-            return name, m.group(1)
-    m = re.match(r"codex_[a-z_]+/(\d[\w.\-]*)", user_agent or "")
-    if m:
-        return "codex", m.group(1)
-    return None
-
-
 @dataclass
 class CaseInfo:
     case: str
-    client: str | None = None  # None: inferred from the User-Agent
+    client: str | None = None  # None: identified from the requests
     client_version: str | None = None
     description: str = ""
     command: str = ""
@@ -123,7 +107,8 @@ class CaptureRecorder:
             self.redactor = Redactor(config or RedactionConfig())
             self._exchanges: dict[int, Exchange] = {}
             self._seq = itertools.count(1)
-            self._inferred: tuple[str, str] | None = None
+            self._identified: tuple[ClientProfile, str, str] | None = None
+            self._decided = False  # a request whose body tells clients apart has named the client
             self._generation = getattr(self, "_generation", 0) + 1
 
     def next_seq(self) -> tuple[int, int]:
@@ -150,8 +135,6 @@ class CaptureRecorder:
         with self._lock:
             if generation != self._generation:
                 return None
-            if self._inferred is None:
-                self._inferred = infer_client(headers.get("user-agent", ""))
             red = self.redactor
             parsed: Any = None
             text: str | None = None
@@ -160,6 +143,7 @@ class CaptureRecorder:
                     parsed = json.loads(body)
                 except ValueError:
                     text = body.decode("utf-8", "replace")
+            self._identify(path, headers, parsed)
             red.collect_identifiers(headers, parsed)
             req = CapturedRequest(
                 method=method,
@@ -180,15 +164,29 @@ class CaptureRecorder:
             self._save_locked()
             return ex
 
+    def _identify(self, path: str, headers: dict[str, str], body: Any) -> None:
+        """Identify the client from one request, before redaction (module rules)."""
+        if self._decided:
+            return
+        wire = dialect_for_path(path)
+        found = identify(headers, body, wire, path)
+        decisive = has_body_facts(body, wire, path)
+        if decisive or found[0] is not GENERIC or self._identified is None:
+            self._identified = found
+        self._decided = decisive
+
     def capture(self) -> Capture:
         with self._lock:
             return self._capture_locked()
 
     def _capture_locked(self) -> Capture:
         info = self.info
-        name, version = self._inferred or ("other", "unknown")
+        client, version, note = self._identified or (GENERIC, UNKNOWN_VERSION, "")
+        meta = dict(info.meta)
+        if note and not info.client:
+            meta["identification"] = note
         return Capture(
-            client=info.client or name,
+            client=info.client or client.name,
             client_version=info.client_version or version,
             case=info.case,
             exchanges=[self._exchanges[k] for k in sorted(self._exchanges)],
@@ -196,7 +194,7 @@ class CaptureRecorder:
             command=info.command,
             flags=list(info.flags),
             covers=list(info.covers),
-            meta=dict(info.meta),
+            meta=meta,
         )
 
     def _save_locked(self) -> None:

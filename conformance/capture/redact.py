@@ -9,16 +9,14 @@ Rules:
 - Identifiers are replaced by consistent pseudonyms, so the requests of one session still group
   together: the same real value always maps to the same pseudonym within one `Redactor`, and
   once seen in one place it is replaced everywhere else it occurs (a session id in a header and
-  in a path inside the system prompt). Sources: Claude Code's `metadata.user_id` (a JSON string
-  `{"device_id","account_uuid","session_id"}` in 2.x, `user_<hex>_account_<uuid>_session_<uuid>`
-  in 1.x), `X-Claude-Code-Session-Id`, opencode's `x-session-id` / `x-session-affinity`
-  (`ses_...` ids, also found anywhere in text), and any header whose name mentions
-  session/user/device/account. Codex's identifiers: `session-id`, `thread-id`,
-  `x-client-request-id` and `x-codex-window-id` (`<uuid>:<n>`: the uuid is pseudonymised, the
-  window number kept) headers, the id fields of the `x-codex-turn-metadata` JSON header and of the
-  body's `client_metadata` (`installation_id`, session, thread, turn, root-turn, context-window and
-  window ids; the nested turn-metadata JSON string the same way, re-serialised compactly in its
-  own key order) and the body's `prompt_cache_key`. Pseudonyms keep the shape of the value (a UUID stays a UUID, 64
+  in a path inside the system prompt). Where identifiers sit is the client profiles' data
+  (`ClientProfile.identifiers`, every registered client's together: the client is not trusted to
+  be known): headers whose value is an id (a window id `<uuid>:<n>` keeps its number), JSON
+  headers and body objects whose id fields are pseudonymised (a nested JSON string the same way,
+  re-serialised compactly in its own key order), body values, packed ids (Claude Code's
+  `metadata.user_id`: a JSON string of ids, or `user_<hex>_account_<uuid>_session_<uuid>` in 1.x)
+  and ids recognised anywhere in text (opencode's `ses_...`); plus any header whose name mentions
+  session/user/device/account. Pseudonyms keep the shape of the value (a UUID stays a UUID, 64
   hex stays 64 hex, `ses_` + N chars stays so) and are numbered in order of first sight, so a
   recapture with the same client gets the same pseudonyms.
 - Vendor prose filler (optional, `prose_filler=True`, used for the committed corpus): system
@@ -45,6 +43,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.clients.profile import Identifiers, all_identifiers
 from conformance.net.client import CREDENTIAL_HEADERS
 
 # Header names (lower-case) whose whole value is a secret.
@@ -58,24 +57,6 @@ SECRET_HEADERS = (
     "x-goog-api-key",
     "anthropic-admin-api-key",
 )
-# Header names (lower-case) whose value is an identifier to pseudonymise.
-IDENTIFIER_HEADERS = (
-    "x-claude-code-session-id",
-    "x-session-id",
-    "x-session-affinity",
-    "x-opencode-session",
-    "x-client-request-id",
-    "session-id",
-    "thread-id",
-)
-# Codex: headers whose value is a JSON object with identifier fields, and the window id header.
-CODEX_METADATA_HEADERS = ("x-codex-turn-metadata",)
-CODEX_WINDOW_HEADERS = ("x-codex-window-id",)
-# Codex: identifier fields of the turn metadata and of the body's client_metadata.
-CODEX_ID_KEYS = frozenset({
-    "installation_id", "x-codex-installation-id", "session_id", "thread_id", "turn_id", "root_turn_id",
-    "context_window_id", "parent_thread_id", "window_id", "x-codex-window-id",
-})
 # Words in a header name that make it secret / identifying even when not listed above.
 _SECRET_NAME_WORDS = ("key", "token", "secret", "cookie", "password", "auth")
 _IDENTIFIER_NAME_WORDS = ("session", "user-id", "device", "account", "affinity")
@@ -95,7 +76,8 @@ SECRET_PATTERNS: tuple[tuple[str, str], ...] = (
 
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 _HEX = re.compile(r"^[0-9a-fA-F]{16,}$")
-_OPENCODE_ID = re.compile(r"\bses_[0-9A-Za-z]{16,40}\b")
+_PREFIX = re.compile(r"^[A-Za-z]+_")  # an id kind written before the id: `ses_`
+_TEXT_PSEUDONYM = re.compile(r"^[A-Za-z]+_0")  # its pseudonym: the kind, then a zero-padded number
 _LEGACY_USER_ID = re.compile(
     r"^user_(?P<device>[0-9a-fA-F]+)_account_(?P<account>[0-9a-fA-F-]*)_session_(?P<session>[0-9a-fA-F-]+)$"
 )
@@ -103,10 +85,10 @@ _LEGACY_USER_ID = re.compile(
 
 @dataclass
 class RedactionConfig:
-    """What to redact. The defaults cover Claude Code, opencode and the common key shapes."""
+    """What to redact. The defaults cover the registered clients' identifiers and the common key shapes."""
 
     secret_headers: tuple[str, ...] = SECRET_HEADERS
-    identifier_headers: tuple[str, ...] = IDENTIFIER_HEADERS
+    identifiers: Identifiers = field(default_factory=all_identifiers)
     keep_headers: tuple[str, ...] = ()  # never touched (lower-case names)
     patterns: tuple[tuple[str, str], ...] = SECRET_PATTERNS
     extra_secrets: tuple[str, ...] = ()  # exact strings to redact wherever they occur
@@ -140,8 +122,9 @@ class Redactor:
                 shape = "uuid"
             elif _HEX.match(value):
                 shape = f"hex{len(value)}"
-            elif _OPENCODE_ID.fullmatch(value):
-                shape = f"ses{len(value)}"
+            elif any(rx.fullmatch(value) for rx in self.config.identifiers.text):
+                prefix = m.group(0) if (m := _PREFIX.match(value)) else ""
+                shape = f"text:{prefix}{len(value)}"
             else:
                 shape = kind
             n = self._counters[shape] = self._counters.get(shape, 0) + 1
@@ -149,15 +132,16 @@ class Redactor:
                 fake = f"00000000-0000-4000-8000-{n:012d}"
             elif shape.startswith("hex"):
                 fake = format(n, "x").rjust(len(value), "0")
-            elif shape.startswith("ses"):
-                fake = "ses_" + str(n).rjust(len(value) - 4, "0")
+            elif shape.startswith("text:"):
+                fake = prefix + str(n).rjust(len(value) - len(prefix), "0")
             else:
                 fake = f"{kind}-{n}"
         self._pseudonyms[value] = fake
         return fake
 
-    def _note_user_id(self, user_id: str) -> str:
-        """Pseudonymise Claude Code's metadata.user_id, keeping its encoding (JSON string or 1.x)."""
+    def _packed(self, user_id: str) -> str:
+        """Pseudonymise a packed id string (Claude Code's metadata.user_id), keeping its encoding
+        (a JSON string of ids, or the 1.x `user_..._account_..._session_...`)."""
         try:
             parsed = json.loads(user_id)
         except (ValueError, TypeError):
@@ -173,16 +157,17 @@ class Redactor:
             return f"user_{parts['device']}_account_{parts['account']}_session_{parts['session']}"
         return self.pseudonym(user_id, "user-id")
 
-    # -- Codex -----------------------------------------------------------------------------
-    def _codex_id(self, value: str) -> str:
-        """A Codex id: a uuid, or a window id `<uuid>:<n>` whose number is kept."""
+    # -- ids the profiles place ---------------------------------------------------------------
+    def _id(self, value: str, kind: str = "id") -> str:
+        """An id: a uuid, or a window id `<uuid>:<n>` whose number is kept."""
         head, sep, tail = value.rpartition(":")
         if sep and tail.isdigit() and _UUID.match(head):
-            return f"{self.pseudonym(head, 'id')}:{tail}"
-        return self.pseudonym(value, "id")
+            return f"{self.pseudonym(head, kind)}:{tail}"
+        return self.pseudonym(value, kind)
 
-    def _codex_metadata(self, value: Any) -> Any:
-        """Codex's turn metadata (a dict, or its compact JSON string) with its ids pseudonymised."""
+    def _metadata(self, value: Any) -> Any:
+        """A JSON header's object (a dict, or its compact JSON string) with its id fields pseudonymised."""
+        ids = self.config.identifiers
         if isinstance(value, str):
             try:
                 parsed = json.loads(value)
@@ -190,25 +175,31 @@ class Redactor:
                 return self.redact_text(value)
             if not isinstance(parsed, dict):
                 return self.redact_text(value)
-            return json.dumps(self._codex_metadata(parsed), ensure_ascii=False, separators=(",", ":"))
+            return json.dumps(self._metadata(parsed), ensure_ascii=False, separators=(",", ":"))
         if not isinstance(value, dict):
             return value
         out = {}
         for k, v in value.items():
-            if k in CODEX_ID_KEYS and isinstance(v, str) and v:
-                out[k] = self._codex_id(v)
-            elif k in CODEX_METADATA_HEADERS and isinstance(v, str):
-                out[k] = self._codex_metadata(v)
+            if k in ids.fields and isinstance(v, str) and v:
+                out[k] = self._id(v)
+            elif k in ids.json_headers and isinstance(v, str):
+                out[k] = self._metadata(v)
             else:
                 out[k] = v
         return out
 
-    def _codex_body(self, body: dict) -> dict:
+    def _body_ids(self, body: dict) -> dict:
+        """A body with its packed ids, id objects and id values pseudonymised (a changed copy)."""
+        ids = self.config.identifiers
+        for path in ids.packed:
+            body = _replace_string(body, path.split("."), self._packed)
         body = dict(body)
-        if isinstance(body.get("client_metadata"), dict):
-            body["client_metadata"] = self._codex_metadata(body["client_metadata"])
-        if isinstance(body.get("prompt_cache_key"), str) and body["prompt_cache_key"]:
-            body["prompt_cache_key"] = self._codex_id(body["prompt_cache_key"])
+        for key in ids.body_objects:
+            if isinstance(body.get(key), dict):
+                body[key] = self._metadata(body[key])
+        for key in ids.body_values:
+            if isinstance(body.get(key), str) and body[key]:
+                body[key] = self._id(body[key])
         return body
 
     # -- text ------------------------------------------------------------------------------
@@ -219,7 +210,8 @@ class Redactor:
                 text = text.replace(secret, "<redacted:secret>")
         for kind, rx in self._compiled:
             text = rx.sub(f"<redacted:{kind}>", text)
-        text = _OPENCODE_ID.sub(lambda m: self.pseudonym(m.group(0), "session"), text)
+        for rx in self.config.identifiers.text:
+            text = rx.sub(lambda m: self.pseudonym(m.group(0), "session"), text)
         for real, fake in self._pseudonyms.items():
             if len(real) >= 8 and real in text:  # short values would hit unrelated text
                 text = text.replace(real, fake)
@@ -236,7 +228,7 @@ class Redactor:
             return None
         if name in self.config.secret_headers:
             return "secret"
-        if name in self.config.identifier_headers:
+        if name in self.config.identifiers.headers:
             return "identifier"
         if any(w in name for w in _SECRET_NAME_WORDS):
             return "secret"
@@ -248,28 +240,20 @@ class Redactor:
         """Learn the identifiers of one request first, so they are replaced everywhere after."""
         for name, value in headers.items():
             lname = name.lower()
-            if lname in CODEX_METADATA_HEADERS:
-                self._codex_metadata(value)
-            elif lname in CODEX_WINDOW_HEADERS:
-                self._codex_id(value)
+            if lname in self.config.identifiers.json_headers:
+                self._metadata(value)
             elif self._header_kind(lname) == "identifier":
-                self.pseudonym(value, "session" if "session" in lname or "affinity" in lname else "id")
+                self._id(value, _id_kind(lname))
         if isinstance(body, dict):
-            self._codex_body(body)
-        if isinstance(body, dict) and isinstance(body.get("metadata"), dict):
-            uid = body["metadata"].get("user_id")
-            if isinstance(uid, str) and uid:
-                self._note_user_id(uid)
+            self._body_ids(body)
 
     def redact_headers(self, headers: dict[str, str]) -> dict[str, str]:
         out: dict[str, str] = {}
         for name, value in headers.items():
             lname = name.lower()
             kind = self._header_kind(lname)
-            if kind is not None and lname in CODEX_METADATA_HEADERS:
-                out[lname] = self._codex_metadata(value)
-            elif kind is not None and lname in CODEX_WINDOW_HEADERS:
-                out[lname] = self._codex_id(value)
+            if kind is not None and lname in self.config.identifiers.json_headers:
+                out[lname] = self._metadata(value)
             elif kind is None:
                 out[lname] = value
             elif kind == "secret":
@@ -281,7 +265,7 @@ class Redactor:
                 else:
                     out[lname] = "<redacted:api-key>" if "key" in lname else "<redacted:secret>"
             elif kind == "identifier":
-                out[lname] = self.pseudonym(value, "session" if "session" in lname or "affinity" in lname else "id")
+                out[lname] = self._id(value, _id_kind(lname))
             else:
                 out[lname] = self.redact_text(value)
         return out
@@ -297,18 +281,37 @@ class Redactor:
         return obj
 
     def redact_body(self, body: Any) -> Any:
-        """A parsed request body: metadata.user_id pseudonymised, secrets and ids out of every string."""
-        if isinstance(body, dict) and isinstance(body.get("metadata"), dict):
-            uid = body["metadata"].get("user_id")
-            if isinstance(uid, str) and uid:
-                body = dict(body)
-                body["metadata"] = dict(body["metadata"], user_id=self._note_user_id(uid))
+        """A parsed request body: the ids the profiles place pseudonymised, secrets and ids out of every string."""
         if isinstance(body, dict):
-            body = self._codex_body(body)
+            body = self._body_ids(body)
         body = self.redact_json(body)
         if self.config.prose_filler:
             body = fill_prose(body, keep_texts=self.config.keep_texts)
         return body
+
+
+def looks_pseudonymous(value: str) -> bool:
+    """Whether a value has the shape of a pseudonym this redactor writes (a uuid, a text id's
+    `<prefix>_0...`, a `session-N`): the structural diff compares such values by presence only."""
+    return value.startswith(("00000000-0000-4000-8000-", "session-")) or bool(_TEXT_PSEUDONYM.match(value))
+
+
+def _id_kind(header: str) -> str:
+    return "session" if "session" in header or "affinity" in header else "id"
+
+
+def _replace_string(obj: Any, path: list[str], change) -> Any:
+    """`obj` with the non-empty string at `path` (keys) changed, as a copy; unchanged when absent."""
+    if not isinstance(obj, dict) or path[0] not in obj:
+        return obj
+    value = obj[path[0]]
+    if len(path) > 1:
+        new = _replace_string(value, path[1:], change)
+    elif isinstance(value, str) and value:
+        new = change(value)
+    else:
+        return obj
+    return obj if new is value else {**obj, path[0]: new}
 
 
 def redact_credentials(headers: dict[str, str]) -> dict[str, str]:

@@ -1,10 +1,12 @@
 """The agent clients as data: one profile per client (`conformance.clients.profile`), each in its
-own module, and the sandbox persona tables they carry (`conformance.clients.persona`).
+own module, the sandbox persona tables they carry (`conformance.clients.persona`), and the code
+that reads the profiles and nothing else: `identify` (which client sent a request) and the one
+launcher of a client's CLI (`launch`, with its config files in `config`).
 
 Rules: importing the package registers every built-in profile, so `profile(name)` and
 `profile_for_wire(wire)` know them wherever they are asked. This floor sits just above the wires:
-it imports only `conformance.core` and `conformance.wire` (the capture proxy identifies clients
-with it). Running a client's CLI for real is `conformance.loop.live`.
+it imports only `conformance.core`, `conformance.wire` and the standard library (the capture proxy
+identifies clients with it, and the live tests and the recapture launch them with it).
 """
 
 from conformance.clients.claude_code import CLAUDE_CODE

@@ -1,15 +1,20 @@
 """opencode (npm `opencode-ai`): OpenAI chat completions (`@ai-sdk/openai-compatible`) or
 Anthropic Messages (`@ai-sdk/anthropic`).
 
-Facts measured on 1.18.33 against a loopback server (WIRE.md, docs/loop.md): User-Agent
+Facts measured on 1.18.33 against a loopback server (WIRE.md, docs/loop.md, PEERS.md): User-Agent
 `opencode/<version> ai-sdk/...`; `opencode run` wraps a prompt with spaces in literal double
-quotes; the system text names `Working directory: <dir>`.
+quotes; the system text names `Working directory: <dir>`. Its provider is the project's
+`opencode.json` (the AI SDK package chosen by the wire); offline it needs
+`OPENCODE_DISABLE_MODELS_FETCH=1 OPENCODE_DISABLE_AUTOUPDATE=1` and HOME and XDG_* in a scratch
+folder. `permission: {bash: deny, webfetch: deny}` drops the shell tool from the request.
+Identifiers: `x-session-id`, `x-session-affinity`, `x-opencode-session` (`ses_...` ids, which also
+appear in text).
 """
 
 import re
 
 from conformance.clients import persona
-from conformance.clients.profile import ClientProfile, Identity, register_profile
+from conformance.clients.profile import ClientProfile, Identifiers, Identity, Launch, register_profile
 from conformance.wire import ANTHROPIC, CHAT
 
 OPENCODE = register_profile(ClientProfile(
@@ -26,10 +31,17 @@ OPENCODE = register_profile(ClientProfile(
     npm_package="opencode-ai",
     binary="opencode",
     binary_env="CONFORMANCE_OPENCODE_BIN",
-    native_binary=("node_modules/opencode-ai/bin/opencode.exe", "node_modules/.bin/opencode"),
+    native_binary="node_modules/opencode-ai/bin/opencode.exe",
+    launch=Launch(
+        argv=("run", "{options}", "{prompt}"),
+        env={"OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1"},
+        config="opencode.json",
+        no_shell_config={"permission": {"bash": "deny", "webfetch": "deny"}},
+        providers={CHAT.name: "@ai-sdk/openai-compatible", ANTHROPIC.name: "@ai-sdk/anthropic"},
+    ),
     working_directory=(re.compile(r"working directory:\s*(/[^\s\"\\<>]+)", re.IGNORECASE),),
-    redact_headers=("x-session-id", "x-session-affinity", "x-opencode-session"),
+    identifiers=Identifiers(headers=("x-session-id", "x-session-affinity", "x-opencode-session"),
+                            text=(re.compile(r"\bses_[0-9A-Za-z]{16,40}\b"),)),
     quotes_prompt=True,
     tool_choice="auto",
-    extra={"providers": {CHAT.name: "@ai-sdk/openai-compatible", ANTHROPIC.name: "@ai-sdk/anthropic"}},
 ))

@@ -3,15 +3,18 @@
 Rules:
 - A `ClientProfile` holds who the client is (its name in captures and test ids, its display
   name), the wires it speaks (its own wire first: the one the loop drives it on), how it is told
-  apart on the wire (`Identity`: User-Agent patterns with the version as group 1, header facts,
-  body facts — the system prompt's vendor line and its tool names — so a client that borrows
-  another's User-Agent is still told apart), its releases and pins, where its CLI is found, how
-  it names its working directory, the identifiers to redact in its captures, and its sandbox
-  persona (`conformance.clients.persona`).
+  apart on the wire (`Identity`, read by `conformance.clients.identify`), its releases and pins
+  and where its CLI is found, how it runs offline (`Launch`, read by `conformance.clients.launch`),
+  how it names its working directory, where its requests carry identifiers (`Identifiers`, read by
+  the one redactor, `conformance.capture.redact`), and its sandbox persona
+  (`conformance.clients.persona`).
 - The registry (`PROFILES`, `profile()`, `profile_for_wire()`) is the one place a client's name
   is compared; everything else asks a profile. A new client is one module with one profile,
   registered with `register_profile`, plus its captures.
-- An unknown client gets `GENERIC`: no identity, the persona built from the offered tools' shapes.
+- An unknown client gets `GENERIC`: no identity, no launch, the persona built from the offered
+  tools' shapes.
+- Redaction never trusts identification: `all_identifiers()` is every registered client's
+  identifiers together, applied to every capture.
 """
 
 from __future__ import annotations
@@ -27,13 +30,60 @@ from conformance.wire.dialect import Dialect
 
 @dataclass(frozen=True)
 class Identity:
-    """How a client is recognised in a request (each fact alone is evidence; body facts win over a
-    User-Agent another client also sends)."""
+    """How a client is recognised in a request. A User-Agent and header facts can be borrowed (Qwen
+    Code in Anthropic mode sends Claude Code's); body facts cannot, and win over them."""
 
     user_agents: tuple[re.Pattern[str], ...] = ()  # group 1 is the version
     headers: Mapping[str, str] = field(default_factory=dict)  # header name -> a value it carries
     system_marks: tuple[str, ...] = ()  # phrases only this client's system prompt holds
     tool_names: frozenset[str] = frozenset()  # tool names only this client offers
+
+
+@dataclass(frozen=True)
+class Identifiers:
+    """Where a client's requests carry identifiers (session, device, installation ids): the
+    redactor replaces each by a consistent pseudonym of the same shape."""
+
+    headers: tuple[str, ...] = ()  # the whole value is an id (a `<uuid>:<n>` keeps its number)
+    json_headers: tuple[str, ...] = ()  # the value is a JSON object whose `fields` are ids (the same
+    # names, as keys inside a `body_objects` object, hold the same JSON as a string)
+    fields: frozenset[str] = frozenset()  # the id fields of json_headers and body_objects
+    body_objects: tuple[str, ...] = ()  # body keys holding an object whose `fields` are ids
+    body_values: tuple[str, ...] = ()  # body keys whose string value is an id
+    packed: tuple[str, ...] = ()  # dotted body paths of a string packing several ids: a JSON
+    # object of ids, or `user_<hex>_account_<uuid>_session_<uuid>`
+    text: tuple[re.Pattern[str], ...] = ()  # ids recognised anywhere in text (`ses_...`)
+
+    def merged(self, other: Identifiers) -> Identifiers:
+        def union(a: tuple, b: tuple) -> tuple:
+            return tuple(dict.fromkeys((*a, *b)))
+
+        return Identifiers(union(self.headers, other.headers), union(self.json_headers, other.json_headers),
+                           self.fields | other.fields, union(self.body_objects, other.body_objects),
+                           union(self.body_values, other.body_values), union(self.packed, other.packed),
+                           union(self.text, other.text))
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How the client's CLI runs one prompt offline against a base URL (`conformance.clients.launch`).
+
+    `argv` follows the binary; the whole arguments `{prompt}` and `{project}` are filled in, and
+    `{options}` expands to the no-shell flags (when the run asks), the model flags and the run's
+    own flags."""
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)  # the offline settings (PEERS.md)
+    base_url_env: str = ""  # the variable pointing the CLI at the base URL (no config file needed)
+    api_key_env: str = ""  # the variable holding the key
+    home_dirs: Mapping[str, str] = field(default_factory=dict)  # variable -> folder inside the scratch HOME
+    model_argv: tuple[str, ...] = ()  # how a model is named on the command line (the argument `{model}`); empty:
+    # the config file names it
+    no_shell_argv: tuple[str, ...] = ()  # flags that keep the model's commands off the host
+    config: str = ""  # the config file the launcher writes: "opencode.json" | "codex config.toml"
+    no_shell_config: Mapping[str, Any] = field(default_factory=dict)  # merged into that config file
+    providers: Mapping[str, str] = field(default_factory=dict)  # wire name -> the provider package
+    json_result: bool = False  # prints a JSON result line whose `is_error` says the run failed
 
 
 @dataclass(frozen=True)
@@ -46,19 +96,18 @@ class ClientProfile:
     pin: str = ""  # the current release (the corpus's newest)
     releases: tuple[str, ...] = ()  # every release the corpus keeps, oldest first
     npm_package: str = ""
-    binary: str = ""  # the CLI's name on PATH
+    binary: str = ""  # the CLI's name on PATH and in an npm prefix's node_modules/.bin
     binary_env: str = ""  # the env variable that names the CLI
-    native_binary: tuple[str, ...] = ()  # paths under an npm prefix: the native binary, then the launcher
+    native_binary: str = ""  # the binary the npm launcher runs, under the prefix (its sha256 is recorded)
+    launch: Launch | None = None  # None: the suite cannot run this client's CLI
     # how the client names its working directory in a request's context texts (group 1 is the path)
     working_directory: tuple[re.Pattern[str], ...] = ()
-    redact_headers: tuple[str, ...] = ()  # identifier headers to pseudonymise
-    redact_fields: frozenset[str] = frozenset()  # identifier fields of its JSON headers and metadata
+    identifiers: Identifiers = field(default_factory=Identifiers)
     quotes_prompt: bool = False  # wraps a prompt with spaces in literal double quotes (opencode run)
     tool_choice: Any = None  # the tool_choice it sends beside its tools on its own wire (None: none)
     # tools a first request must offer to serve as a loop template (Codex offers apply_patch only
     # with a model catalog entry that enables it; captures without one edit through the shell)
     loop_tools: tuple[str, ...] = ()
-    extra: Mapping[str, Any] = field(default_factory=dict)  # client-specific launch data
 
     @property
     def wire(self) -> Dialect:
@@ -101,6 +150,20 @@ def known(name: str) -> bool:
 def profile_for_wire(wire: Dialect) -> ClientProfile | None:
     """The client the loop drives on `wire`: the registered client whose own wire it is."""
     return next((p for p in PROFILES.values() if p.wire is wire), None)
+
+
+def launchable() -> list[ClientProfile]:
+    """The registered clients whose CLI the suite can run (installed from npm)."""
+    return [p for p in PROFILES.values() if p.launch is not None and p.npm_package]
+
+
+def all_identifiers() -> Identifiers:
+    """Every registered client's identifiers together (module rules: redaction never trusts
+    identification)."""
+    out = Identifiers()
+    for p in PROFILES.values():
+        out = out.merged(p.identifiers)
+    return out
 
 
 GENERIC = ClientProfile(name="other", display="an unknown client", wires=(), identity=Identity(),

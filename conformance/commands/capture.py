@@ -36,8 +36,8 @@ def add_arguments(parser) -> None:
                         help="where the proxy listens (default 127.0.0.1:0, a free port; the address is printed)")
     parser.add_argument("--out", metavar="DIR", help="folder for the capture file")
     parser.add_argument("--label", metavar="NAME", help="case name and file name (default capture-<UTC time>)")
-    parser.add_argument("--client", help="client name to record (default: from the User-Agent)")
-    parser.add_argument("--client-version", help="client version to record (default: from the User-Agent)")
+    parser.add_argument("--client", help="client name to record (default: identified from the requests)")
+    parser.add_argument("--client-version", help="client version to record (default: identified from the requests)")
     parser.add_argument("--redact-header", action="append", default=[], metavar="NAME",
                         help="also treat this header as a secret (repeatable)")
     parser.add_argument("--keep-header", action="append", default=[], metavar="NAME",
@@ -100,7 +100,7 @@ def run(args) -> int:
     from pathlib import Path
 
     from conformance.capture.proxy import CaptureRecorder, CaseInfo, run_proxy_forever
-    from conformance.capture.redact import IDENTIFIER_HEADERS, SECRET_HEADERS, RedactionConfig
+    from conformance.capture.redact import SECRET_HEADERS, RedactionConfig
 
     label = args.label or time.strftime("capture-%Y%m%dT%H%M%SZ", time.gmtime())
     if "/" in label or label.startswith("."):
@@ -108,7 +108,6 @@ def run(args) -> int:
         return 2
     config = RedactionConfig(
         secret_headers=SECRET_HEADERS + tuple(h.lower() for h in args.redact_header),
-        identifier_headers=IDENTIFIER_HEADERS,
         keep_headers=tuple(h.lower() for h in args.keep_header),
         extra_secrets=tuple(args.secret),
         pseudonymize=not args.no_pseudonyms,

@@ -309,7 +309,7 @@ def test_every_fault_has_a_test():
                               "advertised-context-wrong", "buffered-stream", "hang", "hang-with-pings",
                               "crash-under-concurrency"} | RESPONSES_FAULTS_TESTED
     # the client-wire faults (issue 16) are proven by tests/suite/test_client_wire_faults.py and
-    # tests/captures/test_turns.py, through the suite
+    # tests/capture/test_turns.py, through the suite
     from conformance.core.paths import fixtures_dir
 
     found = json.loads((fixtures_dir() / "faults.json").read_text()).get("found", [])

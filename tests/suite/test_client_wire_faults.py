@@ -21,7 +21,7 @@ SMALL_CONTEXT = 32768
 FOUND = json.loads((fixtures_dir() / "faults.json").read_text(encoding="utf-8"))["found"]
 ROWS = {r["fault"]: r for r in FOUND if r["issue"] == 16}
 # Judged elsewhere: the prefix-reuse probe is a warning / a note (test below); the non-stream
-# fallback needs a live client turn (tests/captures/test_turns.py).
+# fallback needs a live client turn (tests/capture/test_turns.py).
 NOT_HERE = ("prefix-cache-defeated", "non-stream-fallback")
 # The same finding seen by a second id: a dropped tool_reference also leaves the forced tool_choice
 # unhonoured; an engine refusing system entries in unrecognised words refuses the empty one too.

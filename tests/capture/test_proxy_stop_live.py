@@ -7,7 +7,6 @@ request the engine received must be in the capture, whole.
 
 from __future__ import annotations
 
-import json
 import random
 import signal
 import subprocess
@@ -19,8 +18,10 @@ import pytest
 
 from conformance.capture.format import load_capture
 from conformance.capture.proxy import STOPPED_NOTE
+from conformance.clients.config import Settings
+from conformance.clients.launch import ClientNotFound, find_binary, prepare, run
+from conformance.clients.profile import profile
 from conformance.engine.launch import serve_engine_in_thread
-from conformance.loop.live import ClientNotFound, _env_claude, _env_opencode, find_binary, opencode_config
 from conformance.loop.sandbox import Sandbox
 from conformance.loop.scenarios import get_scenario
 
@@ -40,30 +41,20 @@ def _proxy(upstream: str, out) -> tuple[subprocess.Popen, str]:
 
 @pytest.mark.parametrize("client", ["claude-code", "opencode"])
 def test_sigterm_the_moment_the_client_exits_loses_no_exchange(client, tmp_path):
+    runner = profile(client)
     try:
-        exe = find_binary(client)
+        exe = find_binary(runner)
     except ClientNotFound as exc:
         pytest.fail(str(exc), pytrace=False)  # opt-in tests: a missing client is a failure
     scenario = get_scenario("write-file")
     values = scenario.draw(random.Random(7))
-    project, home = tmp_path / "project", tmp_path / "home"
-    (home / "tmp").mkdir(parents=True)
-    project.mkdir()
-    Sandbox(project).seed(scenario.seed_files(values))
     with serve_engine_in_thread() as engine:
         proxy, url = _proxy(engine, tmp_path / "out")
         try:
-            if client == "claude-code":
-                env = _env_claude(home, url, "sk-conformance-live")
-                cmd = [str(exe), "-p", scenario.prompt, "--output-format", "json", "--permission-mode",
-                       "acceptEdits", "--disallowedTools", "Bash", "--model", "reference-model"]
-            else:
-                env = _env_opencode(home)
-                (project / "opencode.json").write_text(
-                    json.dumps(opencode_config(url, "sk-conformance-live", "reference-model")))
-                cmd = [str(exe), "run", scenario.prompt]
-            run = subprocess.run(cmd, cwd=project, env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                                 timeout=CLIENT_DEADLINE)
+            prepared = prepare(runner, exe, wire=runner.wire, prompt=scenario.prompt, base_url=url,
+                               api_key="sk-conformance-live", root=tmp_path, settings=Settings(model="reference-model"))
+            Sandbox(prepared.project).seed(scenario.seed_files(values))
+            finished = run(prepared, CLIENT_DEADLINE)
             t0 = time.monotonic()
             proxy.send_signal(signal.SIGTERM)  # the instant the client returned
             proxy.wait(timeout=30)
@@ -72,7 +63,7 @@ def test_sigterm_the_moment_the_client_exits_loses_no_exchange(client, tmp_path)
             if proxy.poll() is None:
                 proxy.kill()
         received = httpx.get(engine + "/_conformance/received").json()
-    assert run.returncode == 0, run.stderr[-800:]
+    assert finished.returncode == 0 and not finished.timed_out, finished.stderr[-800:]
     assert took < 5.0, f"the proxy took {took:.1f}s to stop"
     exchanges = load_capture(tmp_path / "out" / "live.json").exchanges
     assert received["total"] >= 2, "the task should take the client more than one request"

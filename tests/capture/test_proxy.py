@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from conformance.capture.format import load_capture
-from conformance.capture.proxy import CaptureRecorder, CaseInfo, infer_client, serve_proxy_in_thread
+from conformance.capture.proxy import CaptureRecorder, CaseInfo, serve_proxy_in_thread
 
 
 def sse(event: str, data: dict) -> bytes:
@@ -189,10 +189,42 @@ def test_unreachable_upstream_answers_502_and_is_recorded(tmp_path):
 @pytest.mark.parametrize("ua,expected", [
     ("claude-cli/2.1.197 (external, sdk-cli)", ("claude-code", "2.1.197")),
     ("opencode/1.18.33 ai-sdk/provider-utils/4.0.23 runtime/bun/1.3.14", ("opencode", "1.18.33")),
-    ("curl/8.0", None),
+    ("curl/8.0", ("other", "unknown")),
 ])
-def test_client_is_inferred_from_user_agent(ua, expected):
-    assert infer_client(ua) == expected
+def test_client_is_inferred_from_user_agent(ua, expected, tmp_path):
+    rec = CaptureRecorder(CaseInfo("ua"), None)
+    rec.record(rec.next_seq(), method="POST", path="/v1/messages", query="", headers={"user-agent": ua},
+               body=b'{"messages": []}', response=None)
+    cap = rec.capture()
+    assert (cap.client, cap.client_version) == expected and "identification" not in cap.meta
+
+
+def _tools_request(names: list[str]) -> bytes:
+    tools = [{"name": n, "description": "d", "input_schema": {"type": "object"}} for n in names]
+    return json.dumps({"model": "m", "system": "You are an agent.", "tools": tools,
+                       "messages": [{"role": "user", "content": "hi"}]}).encode()
+
+
+def test_a_borrowed_user_agent_is_recorded_as_the_client_the_body_names(slow_upstream, tmp_path):
+    """Claude Code's User-Agent and x-app, opencode's tools: the capture is opencode's, and says why.
+    A probe before it (User-Agent only) does not decide; `--client` still overrides."""
+    up, serving = slow_upstream(CHUNKS, gap=0.0)
+    borrowed = {"user-agent": "claude-cli/0.24.4 (external, cli)", "x-app": "cli", "content-type": "application/json"}
+    rec = CaptureRecorder(CaseInfo("borrowed"), tmp_path / "borrowed.json")
+    with serving as upstream, serve_proxy_in_thread(upstream, rec) as proxy:
+        httpx.get(proxy + "/v1/models", headers=borrowed, timeout=10)
+        assert rec.capture().client == "claude-code"  # the User-Agent alone names it, until a body decides
+        httpx.post(proxy + "/v1/messages", headers=borrowed, content=_tools_request(["read", "write", "edit", "bash"]),
+                   timeout=10)
+        httpx.post(proxy + "/v1/messages", headers=borrowed, content=_tools_request(["Read", "Bash"]), timeout=10)
+    cap = load_capture(tmp_path / "borrowed.json")
+    assert (cap.client, cap.client_version) == ("opencode", "unknown")  # the first body decided
+    assert "sent Claude Code's User-Agent `claude-cli/0.24.4 (external, cli)`" in cap.meta["identification"]
+    rec.begin_case(CaseInfo("override", client="my-client", client_version="9"), None)
+    rec.record(rec.next_seq(), method="POST", path="/v1/messages", query="", headers=borrowed,
+               body=_tools_request(["read", "write", "edit"]), response=None)
+    cap = rec.capture()
+    assert (cap.client, cap.client_version) == ("my-client", "9") and "identification" not in cap.meta
 
 
 def test_an_exchange_finishing_after_its_case_ended_is_not_filed_under_the_next_case(tmp_path):

@@ -1,26 +1,26 @@
 """Codex in the corpus: the five cases are there with what each must show, no committed capture
-holds a Codex identifier, the recorder names Codex, its ids get consistent pseudonyms, and the
-recapture diff ignores Codex's per-run values (and nothing structural)."""
+holds a Codex identifier, its ids get consistent pseudonyms, and the recapture diff ignores
+Codex's per-run values (and nothing structural). Identifying Codex and launching it are the
+client profile's: tests/clients/."""
 
 from __future__ import annotations
 
 import copy
 import json
 import re
-import tomllib
 import uuid
-from dataclasses import dataclass, field
 
 import pytest
 
-from conformance.capture import codex
+from conformance.capture import cases
 from conformance.capture.diff import diff_corpora
 from conformance.capture.format import load_capture
-from conformance.capture.proxy import infer_client
-from conformance.capture.redact import CODEX_ID_KEYS, RedactionConfig, Redactor
+from conformance.capture.redact import RedactionConfig, Redactor
+from conformance.clients import CODEX
 from conformance.core.paths import captured_dir
 
-FOLDER = captured_dir() / "codex" / codex.PIN
+FOLDER = captured_dir() / CODEX.name / CODEX.pin
+CODEX_ID_KEYS = CODEX.identifiers.fields
 CASES = ["plain", "exec-loop", "apply-patch-loop", "multi-turn-reasoning", "namespace-call", "no-web-search"]
 PSEUDONYM = re.compile(r"00000000-0000-4000-8000-\d{12}(:\d+)?")
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -39,11 +39,11 @@ def _bodies(case):
 
 def test_every_codex_case_is_recorded_from_the_pinned_binary():
     manifest = json.loads((captured_dir() / "manifest.json").read_text())
-    sha = manifest["clients"][f"codex@{codex.PIN}"]["binary_sha256"]
+    sha = manifest["clients"][f"codex@{CODEX.pin}"]["binary_sha256"]
     assert re.fullmatch(r"[0-9a-f]{64}", sha)
     for case in CASES:
         cap = _cap(case)
-        assert (cap.client, cap.client_version, cap.meta["binary_sha256"]) == ("codex", codex.PIN, sha)
+        assert (cap.client, cap.client_version, cap.meta["binary_sha256"]) == ("codex", CODEX.pin, sha)
         assert all(e.request.path == "/v1/responses" for e in cap.main_exchanges())
         assert "wire_api = \"responses\"" in cap.meta["codex_config"]
 
@@ -62,7 +62,7 @@ def test_what_each_codex_case_shows():
     assert len(loop) == 3
     calls = [i for i in loop[-1]["input"] if i.get("type") == "function_call"]
     assert [json.loads(c["arguments"])["cmd"] for c in calls] == ["cat token.txt",
-                                                                 f"printf '%s' {codex.WRITE_FILE_TOKEN} > copy.txt"]
+                                                                 f"printf '%s' {cases.WRITE_FILE_TOKEN} > copy.txt"]
     patch = _bodies("apply-patch-loop")
     assert any(t["type"] == "custom" and t["name"] == "apply_patch" for t in patch[0]["tools"])
     (custom,) = [i for i in patch[-1]["input"] if i.get("type") == "custom_tool_call"]
@@ -78,7 +78,7 @@ def test_what_each_codex_case_shows():
     (call,) = [i for i in ns[1]["input"] if i.get("type") == "function_call"]
     assert (call["name"], call["namespace"]) == ("read_file", "mcp__files")
     (result,) = [i for i in ns[1]["input"] if i.get("type") == "function_call_output"]
-    assert result["output"][-1]["text"] == f"code={codex.NAMESPACE_READ_TOKEN}\n"  # the MCP server answered
+    assert result["output"][-1]["text"] == f"code={cases.NAMESPACE_READ_TOKEN}\n"  # the MCP server answered
 
 
 def test_the_mcp_server_reads_only_inside_its_root(tmp_path):
@@ -123,14 +123,6 @@ def test_no_codex_identifier_in_a_committed_capture(case):
     assert leftover == set(), f"uuids that are neither pseudonyms nor item ids: {sorted(leftover)}"
 
 
-def test_codex_user_agent_names_the_client():
-    assert infer_client("codex_exec/0.171.0 (Debian 12.0.0; x86_64) dumb (codex_exec; 0.171.0)") == (
-        "codex", "0.171.0")
-    assert infer_client("codex_cli_rs/0.171.0 (Mac OS 15.1.0; arm64) iTerm.app/3.5") == ("codex", "0.171.0")
-    assert infer_client("claude-cli/2.1.197 (external, cli)") == ("claude-code", "2.1.197")
-    assert infer_client("python-httpx/0.28 codex") is None
-
-
 def _codex_request(installation, session, turn):
     window = f"{session}:0"
     meta = json.dumps({"installation_id": installation, "session_id": session, "thread_id": session,
@@ -166,35 +158,6 @@ def test_codex_ids_get_consistent_shape_keeping_pseudonyms():
     again = Redactor(RedactionConfig())
     again.collect_identifiers(headers, body)
     assert again.redact_headers(headers) == h  # numbered in order of first sight: a recapture matches
-
-
-@dataclass
-class _Stub:
-    model_options: dict = field(default_factory=dict)
-    flags: list = field(default_factory=list)
-    prompt: str = "hi"
-
-
-def test_config_toml_names_a_responses_provider_and_keeps_codex_offline():
-    doc = tomllib.loads(codex.config_text(_Stub(), "http://127.0.0.1:9", None))
-    assert doc["model_provider"] == "local" and doc["model"] == codex.MODEL
-    provider = doc["model_providers"]["local"]
-    assert provider["wire_api"] == "responses" and provider["base_url"] == "http://127.0.0.1:9/v1"
-    assert provider["env_key"] == codex.KEY_ENV
-    assert doc["analytics"]["enabled"] is False and doc["check_for_update_on_startup"] is False
-    assert "web_search" not in doc and "model_catalog_json" not in doc
-    off = tomllib.loads(codex.config_text(_Stub({"web_search": "disabled"}), "http://h", "/x/cat.json"))
-    assert off["web_search"] == "disabled" and off["model_catalog_json"] == "/x/cat.json"
-
-
-def test_codex_runs_sandboxed_with_writes_only_in_the_project():
-    argv = codex.argv(_Stub())
-    assert argv[argv.index("--sandbox") + 1] == "workspace-write"
-    for setting in ('approval_policy="never"', "sandbox_workspace_write.network_access=false",
-                    "sandbox_workspace_write.exclude_slash_tmp=true",
-                    "sandbox_workspace_write.exclude_tmpdir_env_var=true"):
-        assert setting in argv
-    assert "--dangerously-bypass-approvals-and-sandbox" not in argv
 
 
 def test_recapture_diff_ignores_codex_per_run_values_but_not_structure():

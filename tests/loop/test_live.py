@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.capture.recapture import RELEASES
+from conformance.clients import CLAUDE_CODE
+from conformance.clients.launch import ClientNotFound, find_binary, find_release_binary
+from conformance.clients.profile import profile
 from conformance.engine.launch import spawn_engine
-from conformance.loop.live import ClientNotFound, find_binary, find_release_binary, run_live
+from conformance.loop.live import run_live
 from conformance.loop.scenarios import get_scenario
+from conformance.wire.dialect import dialect
 
 pytestmark = pytest.mark.live
 
@@ -25,7 +28,7 @@ FAULT_DEADLINE = 30.0
 
 def _binary(client: str):
     try:
-        return find_binary(client)
+        return find_binary(profile(client))
     except ClientNotFound as exc:
         # Live tests are opt-in (-m live): once asked for, a missing client is a failure, not a skip.
         pytest.fail(str(exc), pytrace=False)
@@ -45,19 +48,19 @@ PASS_RUNS = [(c, a, s) for c, a in (("claude-code", "anthropic"), ("opencode", "
 @pytest.mark.parametrize("client,api,scenario_id", PASS_RUNS, ids=[f"{c}-{a}-{s}" for c, a, s in PASS_RUNS])
 def test_real_client_completes_the_task(engine_cli, client, api, scenario_id, tmp_path):
     binary = _binary(client)
-    report = run_live(client, get_scenario(scenario_id), engine_cli, binary=binary, api=api, deadline=PASS_DEADLINE,
-                      workdir=tmp_path, artifacts_dir=tmp_path / "artifacts")
+    report = run_live(profile(client), get_scenario(scenario_id), engine_cli, binary=binary, wire=dialect(api),
+                      deadline=PASS_DEADLINE, workdir=tmp_path, artifacts_dir=tmp_path / "artifacts")
     report.raise_for_failure()
     assert report.exchanges >= 3  # read, write, final answer: a real multi-turn loop
 
 
-@pytest.mark.parametrize("version", RELEASES["claude-code"])
+@pytest.mark.parametrize("version", CLAUDE_CODE.releases)
 def test_each_claude_code_release_runs_its_own_binary(engine_cli, version, tmp_path):
     try:
-        binary = find_release_binary("claude-code", version)
+        binary = find_release_binary(CLAUDE_CODE, version)
     except ClientNotFound as exc:
         pytest.fail(str(exc), pytrace=False)
-    report = run_live("claude-code", get_scenario("write-file"), engine_cli, binary=binary, deadline=PASS_DEADLINE,
+    report = run_live(CLAUDE_CODE, get_scenario("write-file"), engine_cli, binary=binary, deadline=PASS_DEADLINE,
                       workdir=tmp_path)
     report.raise_for_failure()
     assert report.version == version and report.exchanges >= 3
@@ -81,7 +84,7 @@ def test_real_client_fails_within_its_deadline_against_a_fault(client, fault, ap
     binary = _binary(client)
     # write-file's second turn writes: on the Responses wire that is the freeform apply_patch
     with spawn_engine("--port", "0", "--fault", fault) as eng:
-        report = run_live(client, get_scenario("write-file"), eng.url, binary=binary, api=api,
+        report = run_live(profile(client), get_scenario("write-file"), eng.url, binary=binary, wire=dialect(api),
                           deadline=FAULT_DEADLINE, workdir=tmp_path)
     assert not report.passed, report.title()
     assert set(report.check_ids) & expected, report.check_ids
@@ -106,7 +109,8 @@ def test_the_driver_appends_what_codex_appends(engine_cli, tmp_path):
     from conformance.wire import RESPONSES
 
     scenario = get_scenario("edit-file")
-    live = run_live("codex", scenario, engine_cli, binary=_binary("codex"), deadline=PASS_DEADLINE, workdir=tmp_path)
+    live = run_live(profile("codex"), scenario, engine_cli, binary=_binary("codex"), deadline=PASS_DEADLINE,
+                    workdir=tmp_path)
     live.raise_for_failure()
     real = live.capture.main_exchanges()[-1].request.body["input"]
     report = LoopDriver(engine_cli, RESPONSES, workdir=tmp_path).run(scenario)

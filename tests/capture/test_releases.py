@@ -19,6 +19,9 @@ import pytest
 from conformance.capture import recapture
 from conformance.capture.corpus import load_captures
 from conformance.cli import main
+from conformance.clients import CLAUDE_CODE
+from conformance.clients.launch import release_prefix
+from conformance.clients.profile import launchable
 from conformance.core.paths import captured_dir, fixtures_dir
 from conformance.report.baseline import migrate_key
 from conformance.suite.cases import capture_key, current_releases, select_releases
@@ -37,10 +40,13 @@ def test_the_manifest_marks_the_current_release_of_each_client():
     assert manifest["current"] == {"claude-code": "2.1.332", "codex": "0.171.0", "opencode": "1.18.33"}
     assert manifest["current"] == current_releases(CORPUS, CAPS)
     assert {("claude-code", "2.1.197"), ("claude-code", "2.1.332"), ("opencode", "1.18.33")} <= set(_releases(CAPS))
-    assert recapture.PINS == manifest["current"]
-    for client, version in recapture.PINS.items():
-        assert version in recapture.RELEASES[client]
-        assert (CORPUS / client / version).is_dir()
+    assert {p.name: p.pin for p in launchable()} == manifest["current"]
+    for client in launchable():
+        assert client.pin in client.releases
+        for version in client.releases:
+            assert (CORPUS / client.name / version).is_dir()
+    assert recapture.current_of([("claude-code", "2.1.197"), ("claude-code", "2.1.332"), ("opencode", "9.9.9"),
+                                 ("opencode", "10.0.0")]) == {"claude-code": "2.1.332", "opencode": "10.0.0"}
 
 
 def test_a_default_run_replays_the_current_releases_with_release_free_keys():
@@ -74,11 +80,13 @@ def test_recapture_version_option_and_release_prefixes(tmp_path):
     assert recapture.parse_versions(["claude-code=2.1.197"], ["claude-code", "opencode"]) == {"claude-code": "2.1.197"}
     with pytest.raises(SystemExit, match="CLIENT=V"):
         recapture.parse_versions(["2.1.197"], ["claude-code", "opencode"])
-    assert recapture.release_prefix(tmp_path, "claude-code", "2.1.197") == tmp_path / "claude-code@2.1.197"
+    with pytest.raises(SystemExit, match="unknown client 'qwen-code'"):
+        recapture.parse_versions(["qwen-code=0.24.4"], ["claude-code"])
+    assert release_prefix(tmp_path, CLAUDE_CODE, "2.1.197") == tmp_path / "claude-code@2.1.197"
     # a release prefix that holds no binary falls back to DIR itself; a missing binary says how to install
-    assert recapture.client_dir(tmp_path, "claude-code", "2.1.197") == tmp_path
+    assert recapture.client_dir(tmp_path, CLAUDE_CODE, "2.1.197") == tmp_path
     with pytest.raises(FileNotFoundError, match=r"npm install --prefix .*claude-code@2\.1\.197"):
-        recapture.client_info(tmp_path, "claude-code", "2.1.197")
+        recapture.client_info(tmp_path, CLAUDE_CODE, "2.1.197")
 
 
 def test_baseline_migrate_rekeys_the_release_keys_of_a_peer_fixture(tmp_path, capsys):

@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from conformance.capture import codex
+from conformance.capture import cases
 from conformance.capture.corpus import load_captures
 from conformance.capture.diff import diff_paths, format_diff
 from conformance.capture.recapture import main
+from conformance.clients import CODEX
+from conformance.clients.launch import binary_in_prefix
 from conformance.core.paths import captured_dir
 
 _BIN = os.environ.get("CONFORMANCE_CODEX_BIN")
@@ -29,9 +31,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.live]
 
 @pytest.fixture(autouse=True)
 def _codex_installed():
-    if not (CLIENTS / codex.BINARY[1]).exists():
+    if not binary_in_prefix(CLIENTS, CODEX).exists():
         pytest.fail(f"Codex not installed in {CLIENTS}: npm install --prefix {CLIENTS} "
-                    f"{codex.NPM_PACKAGE}@{codex.PIN} (or set CONFORMANCE_CODEX_BIN / CONFORMANCE_CLIENTS_DIR)",
+                    f"{CODEX.npm_package}@{CODEX.pin} (or set CONFORMANCE_CODEX_BIN / CONFORMANCE_CLIENTS_DIR)",
                     pytrace=False)
 
 
@@ -47,4 +49,4 @@ def test_codex_recapture_diffs_empty_against_the_committed_corpus(tmp_path):
     # the scripted edits landed in the scratch projects, through Codex's sandbox
     assert (scratch / "codex-apply-patch-loop" / "project" / "settings.conf").read_text().splitlines()[1] == \
         "mode=final"
-    assert (scratch / "codex-exec-loop" / "project" / "copy.txt").read_text() == codex.WRITE_FILE_TOKEN
+    assert (scratch / "codex-exec-loop" / "project" / "copy.txt").read_text() == cases.WRITE_FILE_TOKEN
