@@ -1,10 +1,11 @@
-"""Protocol state machines (one file per wire) and what they share.
+"""What the wire grammars (one package per wire) share.
 
 Rules:
-- Each protocol module (`anthropic.py`, `openai.py`) exposes the same API: `check_stream(chunks, *,
-  request=None) -> StreamReport`, `check_response(body, *, request=None) -> (message,
-  violations)`, `check_error(status, body) -> violations` and `content_started(buf) -> bool`.
-- Transitions are data (a table state x event -> state) in the protocol's own file; an illegal
+- Each wire's grammar (`<wire>/grammar.py`, what its Dialect's `grammar` is) offers the same
+  API: `check_stream(chunks, *, request=None) -> StreamReport`, `check_response(body, *,
+  request=None) -> (message, violations)`, `check_error(status, body) -> violations` and
+  `content_started(buf) -> bool`.
+- Transitions are data (a table state x event -> state) in the wire's `rules.py`; an illegal
   event yields a violation naming the event number, the event, the state and the rule.
 - JSON Schemas (draft 2020-12) live in each wire package's `schemas/` folder (`schema_path`), and
   are compiled once, on first use; a wire defined outside `conformance/wire/` adds its folder
@@ -12,6 +13,8 @@ Rules:
   A schema error becomes a violation whose check id comes from the protocol's table (pointer
   prefix -> check id), so "stop_sequence missing" is reported as
   `anthropic.stream.stop_sequence_present`, not as a generic schema error.
+- Every rule a grammar reports is registered with `register_rule`: scope `wire` (the state
+  machine reports it, no runner calls it) and judging the `stack` (the bytes a stack produced).
 - Nothing here raises on a target's bytes: bad input is a violation.
 """
 
@@ -25,8 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from conformance.core.failures import HasViolations, Violation
-from conformance.core.registry import violation
+from conformance.core.registry import CheckSpec, register, violation
 from conformance.wire.sse import SSEDecoder, SSEEvent, iter_chunks
+
+
+def register_rule(check_id: str, title: str, **kw: Any) -> CheckSpec:
+    """Register one rule of a wire's grammar (scope wire, judges stack; see `register`)."""
+    return register(check_id, title, scope="wire", judges="stack", **kw)
 
 
 @dataclass

@@ -21,6 +21,7 @@ import pytest
 import responses_streams as rs
 
 from conformance.wire.responses import grammar as responses
+from conformance.wire.responses import rules
 
 openai = pytest.importorskip("openai")
 
@@ -164,8 +165,8 @@ def _identity(evs):
 
 
 @pytest.mark.parametrize("mutate, check_id", [
-    (_before_item, responses.ITEM_OPEN), (_duplicate_index, responses.INDEX), (_unfinished, responses.ITEM_OPEN),
-    (_identity, responses.GRAMMAR),
+    (_before_item, rules.ITEM_OPEN), (_duplicate_index, rules.INDEX), (_unfinished, rules.ITEM_OPEN),
+    (_identity, rules.GRAMMAR),
 ], ids=["content-before-item", "duplicate-output-index", "unfinished-item", "response-identity-changed"])
 def test_what_the_sdk_rejects_is_an_error_of_ours(served, mutate, check_id):
     raw = rs.encode(mutate(_events()))

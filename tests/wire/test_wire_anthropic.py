@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 from wire_helpers import fixture_id, fixtures, sse_event
 
 from conformance.wire.anthropic import grammar as anthropic
-from conformance.wire.anthropic.grammar import RULES, TRANSITIONS, StreamMachine
+from conformance.wire.anthropic.rules import ERROR_STATUS, RULES, TRANSITIONS
+from conformance.wire.anthropic.stream import StreamMachine
+from conformance.wire.base import StreamReport
 from conformance.wire.sse import SSEEvent
 
 
@@ -19,7 +21,7 @@ def errors(report) -> set[str]:
     return {v.check_id for v in report.violations if v.is_error}
 
 
-def check(events: list[dict]) -> anthropic.StreamReport:
+def check(events: list[dict]) -> StreamReport:
     return anthropic.check_stream(mk.sse(events))
 
 
@@ -334,7 +336,7 @@ def test_non_stream_response_valid_and_required_fields():
     assert [v.check_id for v in vs] == ["anthropic.response.json"]
 
 
-@pytest.mark.parametrize("etype,status", sorted(anthropic.ERROR_STATUS.items()))
+@pytest.mark.parametrize("etype,status", sorted(ERROR_STATUS.items()))
 def test_error_envelope_each_type_with_its_status(etype, status):
     body = json.dumps({"type": "error", "error": {"type": etype, "message": "m"}}).encode()
     assert anthropic.check_error(status, body) == []

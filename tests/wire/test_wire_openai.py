@@ -10,8 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from wire_helpers import body, fixture_id, fixtures, judge
 
+from conformance.wire.base import StreamReport
 from conformance.wire.chat import grammar as openai
-from conformance.wire.chat.grammar import RULES, TRANSITIONS, StreamMachine
+from conformance.wire.chat.rules import RULES, TRANSITIONS
+from conformance.wire.chat.stream import StreamMachine
 from conformance.wire.sse import SSEEvent
 
 REQ = mk.REQ_AUTO
@@ -21,7 +23,7 @@ def errors(report) -> set[str]:
     return {v.check_id for v in report.violations if v.is_error}
 
 
-def check(items: list, request=REQ) -> openai.StreamReport:
+def check(items: list, request=REQ) -> StreamReport:
     return openai.check_stream(mk.o_sse(items), request=request)
 
 

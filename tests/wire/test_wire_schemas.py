@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
+from conformance.wire.anthropic import rules as anthropic_rules
 from conformance.wire.base import (
     check_for_pointer,
     compiled_validator,
@@ -30,9 +31,7 @@ def test_schema_is_valid_2020_12_and_compiled_once(name):
 
 
 def test_every_protocol_event_has_a_schema():
-    from conformance.wire.anthropic.grammar import EVENTS
-
-    assert {f"anthropic.{e}" for e in EVENTS} <= set(SCHEMAS)
+    assert {f"anthropic.{e}" for e in anthropic_rules.EVENTS} <= set(SCHEMAS)
     assert {"anthropic.message", "openai.chunk", "openai.chat_completion", "openai.error"} <= set(SCHEMAS)
 
 
