@@ -28,12 +28,15 @@ from pathlib import Path
 from typing import Any
 
 from conformance.core.failures import HasViolations, Violation
-from conformance.core.registry import CheckSpec, register, violation
+from conformance.core.registry import CheckSpec, add_area, register, violation
 from conformance.wire.sse import SSEDecoder, SSEEvent, iter_chunks
 
 
 def register_rule(check_id: str, title: str, **kw: Any) -> CheckSpec:
-    """Register one rule of a wire's grammar (scope wire, judges stack; see `register`)."""
+    """Register one rule of a wire's grammar (scope wire, judges stack; see `register`). Its id
+    starts with the wire's name, which becomes an area of check ids (a wire defined outside this
+    package brings its own)."""
+    add_area(check_id.split(".", 1)[0])
     return register(check_id, title, scope="wire", judges="stack", **kw)
 
 
@@ -61,6 +64,16 @@ def add_schema_folder(folder: Path | str) -> None:
     folder = Path(folder).resolve()
     if folder not in _SCHEMA_FOLDERS:
         _SCHEMA_FOLDERS.append(folder)
+
+
+def remove_schema_folder(folder: Path | str) -> None:
+    """Forget a folder `add_schema_folder` added, and every schema compiled so far (a name may
+    have been found there)."""
+    folder = Path(folder).resolve()
+    if folder in _SCHEMA_FOLDERS:
+        _SCHEMA_FOLDERS.remove(folder)
+        schema_validator.cache_clear()
+        compiled_validator.cache_clear()
 
 
 def schema_names() -> list[str]:

@@ -26,8 +26,7 @@ import copy
 import json
 import re
 from dataclasses import dataclass, field
-from types import ModuleType
-from typing import Any
+from typing import Any, Protocol
 
 # Prompt tokens the Anthropic usage counts apart from input_tokens (read from and written to the cache).
 ANTHROPIC_CACHED_INPUT_KEYS = ("cache_read_input_tokens", "cache_creation_input_tokens")
@@ -197,12 +196,25 @@ def function_call_from_text(call_id: str, name: str, args: Any, pointer: str,
 
 
 # ----------------------------------------------------------------------------- the Dialect
+class Grammar(Protocol):
+    """What a wire's grammar offers its Dialect (a module, as the built-in wires' grammar.py, or
+    any object with these four functions)."""
+
+    def check_stream(self, chunks: Any, *, request: dict | None = None) -> Any: ...
+
+    def check_response(self, body: Any, *, request: dict | None = None) -> tuple[Any, list]: ...
+
+    def check_error(self, status: int, body: bytes) -> list: ...
+
+    def content_started(self, buf: bytes) -> bool: ...
+
+
 @dataclass(frozen=True)
 class Dialect:
     """What one wire is; subclasses hold the readers and writers that differ between wires."""
 
     name: str
-    grammar: ModuleType  # the wire's grammar: check_stream, check_response, check_error, content_started
+    grammar: Grammar  # the wire's grammar: check_stream, check_response, check_error, content_started
     generation_path: str
     count_tokens_path: str | None
     always_bearer: bool  # the key always goes as `Authorization: Bearer` (else x-api-key unless captured)
@@ -223,6 +235,8 @@ class Dialect:
     # A target may not serve this wire at all (a chat-only server has no /v1/responses): a 404 on
     # its generation path is the wire missing (`suite.responses.available`), not a refusal.
     may_be_absent: bool = False
+    # The content type of a streamed answer (what a stream:true request must be answered with).
+    stream_media_type: str = "text/event-stream"
 
     def __str__(self) -> str:
         return self.name
@@ -608,6 +622,12 @@ def register_dialect(d: Dialect) -> Dialect:
         raise ValueError(f"a wire named {d.name!r} is registered already")
     DIALECTS[d.name] = d
     return d
+
+
+def unregister_dialect(d: Dialect) -> None:
+    """Remove a wire registered with `register_dialect` (a wire defined for a while: a test's toy)."""
+    if DIALECTS.get(d.name) is d:
+        del DIALECTS[d.name]
 
 
 def dialect(name: str | Dialect) -> Dialect:
