@@ -581,14 +581,10 @@ class Dialect:
         first tool's description: two requests salted alike share it, no earlier one saw it. Both,
         because a chat template may render the tools or the system text first."""
         out = copy.deepcopy(request)
-        system = out.get("system")
-        if isinstance(system, str):
-            out["system"] = salt + system
-        else:
-            for b in system or []:
-                if isinstance(b, dict) and isinstance(b.get("text"), str) and not (skip and b["text"].startswith(skip)):
-                    b["text"] = salt + b["text"]
-                    break
+        for holder, key in self._system_slots(out):
+            if not (skip and holder[key].startswith(skip)):
+                holder[key] = salt + holder[key]
+                break
         tools = out.get("tools") or []
         first = tools[0] if tools and isinstance(tools[0], dict) else None
         if first is not None:
@@ -596,6 +592,23 @@ class Dialect:
             if isinstance(fn.get("description"), str):
                 fn["description"] = salt + fn["description"]
         return out
+
+    def _system_slots(self, request: dict) -> list[tuple[Any, Any]]:
+        """(holder, key) of each text of the system prompt, in place and in order: the top-level
+        `system` (a string or text blocks) on a wire that keeps it there, else the conversation's
+        leading system / developer message."""
+        if self.system_at_top:
+            holder, key, value = request, "system", request.get("system")
+        else:
+            entries = self.entries(request)
+            first = entries[0].value if entries and entries[0].index == 0 else {}
+            if first.get("role") not in ("system", "developer"):
+                return []
+            holder, key, value = first, "content", first.get("content")
+        if isinstance(value, str):
+            return [(holder, key)]
+        return [(b, "text") for b in value if isinstance(b, dict) and isinstance(b.get("text"), str)] \
+            if isinstance(value, list) else []
 
     def count_tokens_request(self, request: dict) -> dict | None:
         """The count_tokens body for a generation request (None: this wire has no count_tokens)."""
