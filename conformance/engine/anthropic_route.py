@@ -54,6 +54,38 @@ from conformance.engine.conversation import (
     is_num,
     require,
 )
+from conformance.engine.faults import (
+    BLOCK_INDEX_BROKEN,
+    BUFFERED_STREAM,
+    COUNT_TOKENS_MISSING,
+    DEFERRED_TOOLS_EXPOSED,
+    EMPTY_SYSTEM_ENTRY_REJECTED,
+    FALLBACK_WORDING,
+    HISTORY_BLOCK_REJECTED,
+    MAX_TOKENS_OVER_CONTEXT,
+    MESSAGE_START_INCOMPLETE,
+    NON_STREAM_FALLBACK,
+    NONSTREAM_STOP_SEQUENCE_OMITTED,
+    OVER_LIMIT_NOT_REFUSED,
+    PARALLEL_CALLS_TRUNCATED,
+    PREFIX_CACHE_DEFEATED,
+    SCHEMA_GRAMMAR_FAIL,
+    STOP_REASON_WRONG_ON_STOP_STRING,
+    STOP_SEQUENCE_MISSING,
+    STREAM_TRUNCATED,
+    STRICT_ADAPTIVE_EFFORT,
+    STRICT_THINKING_DISPLAY,
+    STRICT_UNKNOWN_FIELD,
+    SYSTEM_ROLE_IN_MESSAGES,
+    TOOL_ARGS_INVALID_JSON,
+    TOOL_CALL_AS_TEXT,
+    TOOL_REFERENCE_DROPPED,
+    TOOL_RESULT_IMAGE_REJECTED,
+    TOOL_STOP_REASON_WRONG,
+    TOOL_USE_START_WITHOUT_INPUT,
+    USAGE_INCONSISTENT,
+    WRONG_MODEL,
+)
 from conformance.engine.metrics import record_prefix_query
 from conformance.engine.state import STATE, error_response, read_json
 from conformance.engine.wire import ClientGone, SSEWriter, split_json, split_text, start_sse
@@ -81,7 +113,7 @@ CLOSED_FIELDS = {"model", "messages", "max_tokens", "system", "stop_sequences", 
 
 
 def parse(body: dict, faults, *, count_only: bool = False) -> Conversation:
-    if "strict-unknown-field" in faults:
+    if STRICT_UNKNOWN_FIELD in faults:
         extra = sorted(k for k in body if k not in CLOSED_FIELDS)
         if extra:
             raise InvalidRequest(f"{extra[0]}: Extra inputs are not permitted")
@@ -122,7 +154,7 @@ def parse(body: dict, faults, *, count_only: bool = False) -> Conversation:
         require(name in known, f"tool_reference names the tool {name!r}, which is neither in tools nor deferred")
         if name in deferred:
             tools.append(deferred.pop(name))
-    if choice == "tool" and choice_name in deferred and "tool-reference-dropped" not in faults:
+    if choice == "tool" and choice_name in deferred and TOOL_REFERENCE_DROPPED not in faults:
         # (An engine that drops tool_reference blocks knows no deferred tools either: the forced name
         # falls through to the planner, which calls the first tool instead.)
         raise InvalidRequest(f"tool_choice.name: the tool {choice_name!r} has defer_loading and no tool_reference "
@@ -169,7 +201,7 @@ def _parse_tools(tools, faults) -> tuple[list[Tool], dict[str, Tool]]:
         require(schema.get("type", "object") == "object", f"tools.{i}.input_schema.type: Input should be 'object'")
         if "defer_loading" in t:
             require(isinstance(t["defer_loading"], bool), f"tools.{i}.defer_loading: Input should be a valid boolean")
-        if t.get("defer_loading") is True and "deferred-tools-exposed" not in faults:
+        if t.get("defer_loading") is True and DEFERRED_TOOLS_EXPOSED not in faults:
             deferred[t["name"]] = Tool(t["name"], schema, t.get("description") or "")
             continue
         if t.get("defer_loading") is True:  # the fault: a plain function whose schema carries the flag
@@ -181,7 +213,7 @@ def _parse_tools(tools, faults) -> tuple[list[Tool], dict[str, Tool]]:
 def refuse_ungrammatical(tools: list[Tool], choice: str, choice_name: str | None, faults) -> None:
     """Fault `schema-grammar-fail`: a constrained decoder that cannot compile a `pattern` keyword
     fails the forced tool's grammar with a 500 (lmstudio-bug-tracker #2220; llama.cpp #28340)."""
-    if "schema-grammar-fail" not in faults or choice not in ("any", "tool", "required"):
+    if SCHEMA_GRAMMAR_FAIL not in faults or choice not in ("any", "tool", "required"):
         return
     forced = [t for t in tools if choice != "tool" or t.name == choice_name]
     for t in forced:
@@ -220,9 +252,9 @@ def _parse_thinking(body, max_tokens, faults, count_only):
         require(b >= 1024, "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024")
         if not count_only and is_int(max_tokens):
             require(b < max_tokens, "`max_tokens` must be greater than `thinking.budget_tokens`")
-    if "display" in th and "strict-thinking-display" in faults:
+    if "display" in th and STRICT_THINKING_DISPLAY in faults:
         raise InvalidRequest(f"thinking.{th['type']}.display: Extra inputs are not permitted")
-    if th["type"] == "adaptive" and effort is not None and "strict-adaptive-effort" in faults:
+    if th["type"] == "adaptive" and effort is not None and STRICT_ADAPTIVE_EFFORT in faults:
         raise InvalidRequest("thinking.type 'adaptive' cannot be combined with output_config.effort")
     display = th.get("display") or "summarized"
     return th["type"] != "disabled", display
@@ -238,12 +270,12 @@ def _parse_messages(messages, faults, loaded: list[str]) -> list[Message]:
         require(isinstance(m, dict), f"messages.{i}: Input should be an object")
         role = m.get("role")
         require(role in ("user", "assistant", "system"), f"messages.{i}.role: Input should be 'user' or 'assistant'")
-        if role == "system" and "system-role-in-messages" in faults:
+        if role == "system" and SYSTEM_ROLE_IN_MESSAGES in faults:
             raise InvalidRequest(f"messages.{i}.role: Input should be 'user' or 'assistant'")
-        if role == "system" and "fallback-wording" in faults:
+        if role == "system" and FALLBACK_WORDING in faults:
             raise InvalidRequest(f"messages.{i}: this message kind is not accepted at this position")
         content = m.get("content")
-        if role == "system" and content == [] and "empty-system-entry-rejected" in faults:
+        if role == "system" and content == [] and EMPTY_SYSTEM_ENTRY_REJECTED in faults:
             raise InvalidRequest(f"messages.{i}.content: a system message must have at least one content block")
         msg = Message(role=role)
         if isinstance(content, str):
@@ -256,7 +288,7 @@ def _parse_messages(messages, faults, loaded: list[str]) -> list[Message]:
             require(isinstance(b, dict) and isinstance(b.get("type"), str), f"{where}: Input should be a block with a type")
             typ = b["type"]
             require(typ in BLOCK_TYPES, f"{where}: Input tag '{typ}' found using 'type' does not match any of the expected tags")
-            if typ in HISTORY_ONLY_BLOCKS and "history-block-rejected" in faults:
+            if typ in HISTORY_ONLY_BLOCKS and HISTORY_BLOCK_REJECTED in faults:
                 raise InvalidRequest(f"{where}: Input tag '{typ}' found using 'type' does not match any of the "
                                      "expected tags")
             if typ == "text":
@@ -284,11 +316,11 @@ def _parse_messages(messages, faults, loaded: list[str]) -> list[Message]:
                 inner = b.get("content")
                 for k, part in enumerate(inner if isinstance(inner, list) else []):
                     kind = part.get("type") if isinstance(part, dict) else None
-                    if kind == "image" and "tool-result-image-rejected" in faults:
+                    if kind == "image" and TOOL_RESULT_IMAGE_REJECTED in faults:
                         raise InvalidRequest(f"{where}.content.{k}: image blocks are not supported inside tool_result")
                     if kind == "tool_reference":
                         require(isinstance(part.get("tool_name"), str), f"{where}.content.{k}.tool_name: Field required")
-                        if "tool-reference-dropped" not in faults:
+                        if TOOL_REFERENCE_DROPPED not in faults:
                             loaded.append(part["tool_name"])
                 msg.results.append(ToolResult(tid, block_text(inner), bool(b.get("is_error"))))
             elif typ == "thinking":
@@ -308,9 +340,9 @@ def _parse_messages(messages, faults, loaded: list[str]) -> list[Message]:
 
 def _stop_reason(reply, faults) -> tuple[str, str | None]:
     reason, seq = reply.stop_reason, reply.stop_sequence
-    if reason == "tool_use" and ("tool-stop-reason-wrong" in faults or "tool-call-as-text" in faults):
+    if reason == "tool_use" and (TOOL_STOP_REASON_WRONG in faults or TOOL_CALL_AS_TEXT in faults):
         reason = "end_turn"
-    if reason == "stop_sequence" and "stop-reason-wrong-on-stop-string" in faults:
+    if reason == "stop_sequence" and STOP_REASON_WRONG_ON_STOP_STRING in faults:
         reason, seq = "end_turn", None
     return reason, seq
 
@@ -325,9 +357,9 @@ def content_blocks(reply, faults, seed: bytes, display: str = "summarized") -> l
         blocks.append({"type": "thinking", "thinking": shown, "signature": ids.signature(reply.thinking)})
     text = reply.text
     calls = reply.calls
-    if "parallel-calls-truncated" in faults:
+    if PARALLEL_CALLS_TRUNCATED in faults:
         calls = calls[:1]  # the parser stops after the first call (llama.cpp #14101; vLLM #57791)
-    if calls and "tool-call-as-text" in faults:
+    if calls and TOOL_CALL_AS_TEXT in faults:
         text += "".join(f"<tool_call>\n{json.dumps({'name': n, 'arguments': a})}\n</tool_call>" for n, a in calls)
         calls = []
     if text or (not calls and reply.thinking is None):
@@ -424,13 +456,13 @@ def prefix_cache(state) -> PrefixCache:
 def _plan(state, conv: Conversation):
     prompt = conv.prompt_tokens()
     limit = state.config.max_context
-    if ("max-tokens-over-context" in state.faults and conv.max_tokens is not None
+    if (MAX_TOKENS_OVER_CONTEXT in state.faults and conv.max_tokens is not None
             and prompt <= limit and prompt + conv.max_tokens > limit):
         # vLLM-style: the length validation raises deep inside and surfaces as an internal error
         raise InvalidRequest(f"Internal Server Error: ValueError('max_tokens ({conv.max_tokens}) + prompt "
                              f"({prompt}) exceeds the model length')", status=500, kind="api_error")
     if prompt > limit:
-        if "over-limit-not-refused" not in state.faults:
+        if OVER_LIMIT_NOT_REFUSED not in state.faults:
             raise InvalidRequest(f"prompt is too long: {prompt} tokens > {limit} maximum")
         conv.truncated_tokens = prompt - (limit - 1)
         prompt = limit - 1  # silently truncated: the engine reads only what fits
@@ -444,23 +476,23 @@ async def messages(request: web.Request, state, body: dict):
     reply, prompt = _plan(state, conv)
     seed = ids.digest(json.dumps(body, sort_keys=True))
     msg_id = ids.make(wire.other_id("msg_01", "msg_bdrk_01"), seed, n=22)
-    model = fault_modes.WRONG_MODEL_NAME if "wrong-model" in faults else conv.model
+    model = fault_modes.WRONG_MODEL_NAME if WRONG_MODEL in faults else conv.model
     blocks = content_blocks(reply, faults, seed, conv.thinking_display)
     reason, seq = _stop_reason(reply, faults)
     headers = {"request-id": ids.make("req_01", seed, time.time_ns(), n=22)}
-    cached = (0, 0) if "prefix-cache-defeated" in faults else prefix_cache(state).serve(body, prompt)
+    cached = (0, 0) if PREFIX_CACHE_DEFEATED in faults else prefix_cache(state).serve(body, prompt)
     record_prefix_query(state, prompt, cached[0])
     if not conv.stream:
         out = {"id": msg_id, "type": "message", "role": "assistant", "model": model, "content": blocks,
                "stop_reason": reason, "stop_sequence": seq, "usage": _usage(prompt, reply.output_tokens, cached)}
-        if "tool-args-invalid-json" in faults:
+        if TOOL_ARGS_INVALID_JSON in faults:
             for b in out["content"]:
                 if b["type"] == "tool_use":
                     b["input"] = {}  # cannot carry broken JSON here: arguments that violate the schema
-        if seq is None and "nonstream-stop-sequence-omitted" in faults:
+        if seq is None and NONSTREAM_STOP_SEQUENCE_OMITTED in faults:
             del out["stop_sequence"]
         return web.json_response(out, headers=headers)
-    if "non-stream-fallback" in faults:
+    if NON_STREAM_FALLBACK in faults:
         return _unusable_stream(msg_id, model, blocks, reason, seq, _usage(prompt, reply.output_tokens, cached),
                                 headers)
     resp = await start_sse(request, headers)
@@ -488,17 +520,17 @@ def _unusable_stream(msg_id, model, blocks, reason, seq, usage, headers) -> web.
 
 async def _stream(resp, msg_id, model, blocks, reason, seq, prompt, output, faults, conv, cached=(0, 0)):
     # Prefill pacing covers what the cache did not hold: a cached prefix is not computed again.
-    w = SSEWriter(resp, buffered="buffered-stream" in faults, prompt_tokens=prompt - cached[0])
+    w = SSEWriter(resp, buffered=BUFFERED_STREAM in faults, prompt_tokens=prompt - cached[0])
     start = {"id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [],
              "stop_reason": None, "stop_sequence": None, "usage": _usage(prompt, 1, cached)}
-    if "usage-inconsistent" in faults:  # output_tokens later "go down"; input_tokens change below
+    if USAGE_INCONSISTENT in faults:  # output_tokens later "go down"; input_tokens change below
         start["usage"]["output_tokens"] = output + 10
-    if "message-start-incomplete" in faults:
+    if MESSAGE_START_INCOMPLETE in faults:
         for k in ("type", "role", "usage"):
             del start[k]
     await w.event("message_start", {"type": "message_start", "message": start})
     await w.event("ping", {"type": "ping"})
-    shift = 1 if "block-index-broken" in faults else 0
+    shift = 1 if BLOCK_INDEX_BROKEN in faults else 0
     for pos, b in enumerate(blocks):
         idx = pos + shift
         typ = b["type"]
@@ -520,29 +552,29 @@ async def _stream(resp, msg_id, model, blocks, reason, seq, prompt, output, faul
                                                       "delta": {"type": "text_delta", "text": piece}})
         else:
             cb = {"type": "tool_use", "id": b["id"], "name": b["name"], "input": {}}
-            if "tool-use-start-without-input" in faults:
+            if TOOL_USE_START_WITHOUT_INPUT in faults:
                 del cb["input"]
             await w.event("content_block_start", {"type": "content_block_start", "index": idx, "content_block": cb})
             js = compact_json(b["input"])
-            if "tool-args-invalid-json" in faults:
+            if TOOL_ARGS_INVALID_JSON in faults:
                 js = js[:-1]
             for piece in split_json(js):
                 await w.event("content_block_delta", {"type": "content_block_delta", "index": idx,
                                                       "delta": {"type": "input_json_delta", "partial_json": piece}})
         await w.event("content_block_stop", {"type": "content_block_stop", "index": idx})
     delta = {"stop_reason": reason, "stop_sequence": seq}
-    if "stop-sequence-missing" in faults:
+    if STOP_SEQUENCE_MISSING in faults:
         del delta["stop_sequence"]
-    usage = _usage(prompt + (17 if "usage-inconsistent" in faults else 0), output, cached)
+    usage = _usage(prompt + (17 if USAGE_INCONSISTENT in faults else 0), output, cached)
     await w.event("message_delta", {"type": "message_delta", "delta": delta, "usage": usage})
-    if "stream-truncated" not in faults:
+    if STREAM_TRUNCATED not in faults:
         await w.event("message_stop", {"type": "message_stop"})
     await w.close()
 
 
 async def count_tokens_handler(request: web.Request):
     state = request.app[STATE]
-    if "count-tokens-missing" in state.faults:
+    if COUNT_TOKENS_MISSING in state.faults:
         return error_response("anthropic", InvalidRequest(
             f"Not found: POST {request.path} is not served", status=404, kind="not_found_error"), state.faults)
     try:
