@@ -34,7 +34,6 @@ from aiohttp import web
 
 from conformance.engine import faults as fault_modes
 from conformance.engine import ids, planner, wire
-from conformance.engine.anthropic_route import BILLING_HEADER_PREFIX, prefix_cache, refuse_ungrammatical
 from conformance.engine.conversation import (
     Conversation,
     InvalidRequest,
@@ -46,6 +45,7 @@ from conformance.engine.conversation import (
     compact_json,
     is_int,
     is_num,
+    refuse_ungrammatical,
     require,
 )
 from conformance.engine.faults import (
@@ -64,6 +64,7 @@ from conformance.engine.faults import (
     WRONG_MODEL,
 )
 from conformance.engine.metrics import record_prefix_query
+from conformance.engine.prefix_cache import BILLING_HEADER_PREFIX, prefix_cache
 from conformance.engine.wire import ClientGone, SSEWriter, split_json, split_text, start_sse
 
 EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")

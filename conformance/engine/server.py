@@ -31,11 +31,13 @@ import json
 import os
 import sys
 import time
+import traceback
 
 from aiohttp import web
 
+from conformance.engine import anthropic_route, metrics, openai_route, responses_route, wire
 from conformance.engine import faults as fault_modes
-from conformance.engine import wire
+from conformance.engine import scenarios as engine_scenarios
 from conformance.engine.conversation import InvalidRequest
 from conformance.engine.faults import ADVERTISED_CONTEXT_WRONG, CRASH_UNDER_CONCURRENCY, HANG, HANG_WITH_PINGS
 from conformance.engine.state import (
@@ -76,8 +78,6 @@ async def errors_middleware(request: web.Request, handler):
     except web.HTTPException:
         raise
     except Exception as e:  # a bug in the engine must not look like a wire-level success or kill it
-        import traceback
-
         traceback.print_exc()
         return error_response(api_of(request.path), InvalidRequest(
             f"reference engine internal error: {e!r}", status=500, kind="api_error"), request.app[STATE].faults)
@@ -256,9 +256,6 @@ async def received_clear(request: web.Request):
 
 
 def build_app(config: EngineConfig) -> web.Application:
-    from conformance.engine import anthropic_route, metrics, openai_route, responses_route
-    from conformance.engine import scenarios as engine_scenarios
-
     folder = config.scenarios_dir or engine_scenarios.default_dir()
     state = EngineState(config=config, scenarios=engine_scenarios.load_dir(folder))
     app = web.Application(client_max_size=BODY_LIMIT, middlewares=[errors_middleware, record_middleware, variations_middleware])
