@@ -24,6 +24,7 @@ import aiohttp
 from aiohttp import web
 
 from conformance.router import translate as tr
+from conformance.router.events import EventFilter, SSELines, sse
 from conformance.router.faults import (
     BUFFERED_STREAM,
     FALLBACK_MODEL,
@@ -36,6 +37,7 @@ from conformance.router.faults import (
     WRONG_MODEL,
     validate,
 )
+from conformance.router.translate_answer import StreamTranslator, openai_response_to_anthropic
 
 ERROR_TYPES = {
     400: "invalid_request_error", 401: "authentication_error", 402: "billing_error", 403: "permission_error",
@@ -218,7 +220,7 @@ class Router:
         client_body = body
         if lossy:
             body = tr.make_lossy(body)
-        filt = tr.EventFilter(
+        filt = EventFilter(
             drop_thinking=lossy, rewrite_tool_ids=lossy, drop_stop_sequence=cfg.has(STOP_SEQUENCE_MISSING), model_label=label
         )
         extra_headers = {"x-router-route": route, "x-router-upstream-model": upstream_model}
@@ -250,7 +252,7 @@ class Router:
                     data = json.loads(raw)
                 except ValueError:
                     return error_response(500, f"router: upstream answered non-JSON: {raw[:200]!r}")
-                message = tr.openai_response_to_anthropic(data, client_body) if cfg.upstream_api == "openai" else data
+                message = openai_response_to_anthropic(data, client_body) if cfg.upstream_api == "openai" else data
                 if isinstance(message, dict) and message.get("type") == "message":
                     message = filt.message(message)
                 return web.json_response(message, headers=extra_headers)
@@ -270,14 +272,14 @@ class Router:
                 event = filt.event(event)
                 if event is None:
                     continue
-                data = tr.sse(event)
+                data = sse(event)
                 if buffered:
                     held.append(data)
                 else:
                     await resp.write(data)
 
-        reader = tr.SSELines()
-        translator = tr.StreamTranslator(client_body, upstream_model) if cfg.upstream_api == "openai" else None
+        reader = SSELines()
+        translator = StreamTranslator(client_body, upstream_model) if cfg.upstream_api == "openai" else None
         saw_done = False
         try:
             async for chunk in upstream.content.iter_any():

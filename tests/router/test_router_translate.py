@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from conformance.router import translate as tr
+from conformance.router.events import EventFilter
 from conformance.router.faults import ROUTER_FAULTS, validate
+from conformance.router.translate_answer import StreamTranslator, map_finish
 
 ROUTER_DIR = Path(__file__).resolve().parents[2] / "conformance" / "router"
 
@@ -101,7 +103,7 @@ def test_request_translation_keeps_what_the_agent_needs():
 
 
 def test_stream_translation_maps_reasoning_text_tools_and_finish():
-    t = tr.StreamTranslator({"stop_sequences": []}, "m")
+    t = StreamTranslator({"stop_sequences": []}, "m")
     events = []
     for chunk in [
         {"id": "chatcmpl-1", "model": "m", "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]},
@@ -126,7 +128,7 @@ def test_stream_translation_maps_reasoning_text_tools_and_finish():
 
 
 def test_broken_off_upstream_ends_with_an_error_event_not_a_clean_stop():
-    t = tr.StreamTranslator({}, "m")
+    t = StreamTranslator({}, "m")
     t.feed({"choices": [{"index": 0, "delta": {"content": "Hi"}}]})
     events = t.finish_events(upstream_complete=False)
     assert events[-1]["type"] == "error"
@@ -134,13 +136,13 @@ def test_broken_off_upstream_ends_with_an_error_event_not_a_clean_stop():
 
 
 def test_stop_sequence_reported_when_the_engine_names_the_match():
-    assert tr.map_finish("stop", "END", {"stop_sequences": ["END"]}) == ("stop_sequence", "END")
-    assert tr.map_finish("stop", None, {"stop_sequences": ["END"]}) == ("end_turn", None)
-    assert tr.map_finish("length", None, {}) == ("max_tokens", None)
+    assert map_finish("stop", "END", {"stop_sequences": ["END"]}) == ("stop_sequence", "END")
+    assert map_finish("stop", None, {"stop_sequences": ["END"]}) == ("end_turn", None)
+    assert map_finish("length", None, {}) == ("max_tokens", None)
 
 
 def test_event_filter_drops_thinking_and_renumbers_blocks():
-    f = tr.EventFilter(drop_thinking=True, drop_stop_sequence=True, model_label="other")
+    f = EventFilter(drop_thinking=True, drop_stop_sequence=True, model_label="other")
     evs = [
         {"type": "message_start", "message": {"model": "m"}},
         {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}},
