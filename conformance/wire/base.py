@@ -27,6 +27,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from jsonschema import Draft202012Validator
+from msgspec import DecodeError as _FastDecodeError
+from msgspec.json import Decoder as _FastDecoder
+
 from conformance.core.failures import HasViolations, Violation
 from conformance.core.registry import CheckSpec, add_area, register, violation
 from conformance.wire.sse import SSEDecoder, SSEEvent, iter_chunks
@@ -93,8 +97,6 @@ def schema_path(name: str) -> Path:
 @cache
 def schema_validator(name: str):
     """The compiled validator of the schema `name` (compiled once per process)."""
-    from jsonschema import Draft202012Validator
-
     schema = json.loads(schema_path(name).read_text(encoding="utf-8"))
     Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema)
@@ -340,13 +342,7 @@ _ARRAY_POS = re.compile(r"/\d+(?=/|$)")
 # the same values there (tests/wire/test_wire_schemas.py: a property test); what it refuses (NaN,
 # Infinity, 1e400, lone surrogate escapes, and every real error) goes to json.loads, so verdicts
 # and error wording are json.loads's.
-try:
-    from msgspec import DecodeError as _FastDecodeError
-    from msgspec.json import Decoder as _FastDecoder
-
-    _fast_decode = _FastDecoder().decode
-except ImportError:  # pragma: no cover - msgspec is a dependency; keep the judge working without it
-    _fast_decode, _FastDecodeError = json.loads, ValueError
+_fast_decode = _FastDecoder().decode
 
 # For hot loops: raises ValueError (msgspec's DecodeError is one) on anything it refuses; the
 # caller then asks load_json, which falls back to json.loads.

@@ -260,10 +260,6 @@ class Dialect:
         return f"{self.name}."
 
     # ---- paths and sending -----------------------------------------------------------------
-    def serves_path(self, path: str) -> bool:
-        """Does `path` end with this wire's generation or count_tokens endpoint?"""
-        return _tail_length(self, path) is not None
-
     def is_count_tokens(self, path: str) -> bool:
         p = path.split("?", 1)[0].rstrip("/")
         return bool(self.count_tokens_path) and p.endswith(self.count_tokens_path.removeprefix("/v1"))
