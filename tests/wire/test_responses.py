@@ -13,6 +13,8 @@ import responses_streams as rs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conformance.cli import main
+from conformance.engine.launch import serve_engine_in_thread
 from conformance.wire import RESPONSES
 from conformance.wire.responses import grammar as responses
 from conformance.wire.responses import rules
@@ -79,8 +81,6 @@ ENGINE_REQUESTS = {
 
 @pytest.fixture(scope="module")
 def engine_bodies():
-    from conformance.engine.launch import serve_engine_in_thread
-
     out = {}
     with serve_engine_in_thread() as url:
         for name, extra in ENGINE_REQUESTS.items():
@@ -433,8 +433,6 @@ def test_arbitrary_bytes_never_raise(raw):
 
 # ----------------------------------------------------------------------------- check-stream
 def test_check_stream_judges_saved_responses_bodies(tmp_path, capsys):
-    from conformance.cli import main
-
     good, cut = tmp_path / "good.sse", tmp_path / "cut.sse"
     good.write_bytes(_raw("apply-patch-freeform"))
     cut.write_bytes(rs.encode(_events()[:-1]))

@@ -11,6 +11,7 @@ import responses_streams as rs
 
 from conformance.capture.format import CapturedRequest
 from conformance.checks import tools
+from conformance.layers.hop import dialect_of, judge_api
 from conformance.net.client import salted
 from conformance.wire import RESPONSES
 from conformance.wire.dialect import DIALECTS, dialect, dialect_for_path, is_generation_path
@@ -46,8 +47,6 @@ def _ids(found) -> set[str]:
 
 
 def test_the_path_map_is_one_function_for_every_caller():
-    from conformance.layers.hop import dialect_of, judge_api
-
     for path, wire in (("/v1/messages", "anthropic"), ("/anthropic/v1/messages/count_tokens?beta=true", "anthropic"),
                        ("/v1/chat/completions", "openai"), ("/v1/responses", "responses"),
                        ("/openai/v1/responses/", "responses"), ("/v1/models", None)):

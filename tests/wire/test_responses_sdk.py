@@ -17,13 +17,13 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
+import openai
 import pytest
 import responses_streams as rs
 
+from conformance.engine.launch import serve_engine_in_thread
 from conformance.wire.responses import grammar as responses
 from conformance.wire.responses import rules
-
-openai = pytest.importorskip("openai")
 
 VALID = rs.valid_streams()
 
@@ -123,8 +123,6 @@ ENGINE_REQUESTS = {
 
 
 def test_the_sdk_accepts_the_reference_engine_streams(served):
-    from conformance.engine.launch import serve_engine_in_thread
-
     with serve_engine_in_thread() as url:
         for name, extra in ENGINE_REQUESTS.items():
             raw = httpx.post(url + "/v1/responses", json={"model": "m", "stream": True, **extra}, timeout=30).content
