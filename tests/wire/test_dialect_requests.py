@@ -2,7 +2,8 @@
 the bundled corpus (Claude Code, opencode, Codex) and over small synthetic bodies.
 
 What is held: readers read every captured request without raising and agree with each other
-(entries point into the body, `slots` is the single readers, the prompt slot holds the prompt);
+(entries point into the body, `slots` agrees with the single readers, the prompt slot holds the
+prompt);
 each writer does what its name says, keeps the request in its wire's shape, and never changes its
 input (it returns a deep copy).
 """
@@ -51,9 +52,8 @@ def test_the_readers_read_every_captured_request_and_agree(req):
         body.get("stream") is True)
     assert [t.name for t in slots.tools] == [t.name for t in wire.offered_tool_specs(body)]
     texts = wire.context_texts(body)
-    assert all(isinstance(t, str) for t in texts)
-    assert [x for t in turns if t.role == "system" for x in t.texts] == texts[:len(
-        [x for t in turns if t.role == "system" for x in t.texts])]
+    system_texts = [x for t in turns if t.role == "system" for x in t.texts]
+    assert all(isinstance(t, str) for t in texts) and texts[:len(system_texts)] == system_texts
     assert wire.is_first_request(body) == (not any(t.role in ("assistant", "tool") for t in turns))
     assert all(e.value.get("role") == "system" and e.index > 0 for e in wire.system_entries(body))
 

@@ -60,6 +60,7 @@ class ItemState:
 def _str(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
+
 class ItemTracker:
     """The output items of one stream. `report(check_id, message, ev, etype, **kw)` records a violation."""
 
@@ -70,6 +71,7 @@ class ItemTracker:
         self.order: list[ItemState] = []
 
     def lifecycle(self, etype: str, data: dict, ev: SSEEvent) -> None:
+        """An `output_item.added` or `output_item.done` event."""
         item, oi = data.get("item"), data.get("output_index")
         if not isinstance(item, dict) or not isinstance(oi, int):
             return  # the schema reported it
@@ -146,6 +148,7 @@ class ItemTracker:
                     expected=preview_text(streamed), seen=preview_text(done), pointer=ptr)
 
     def event(self, etype: str, spec: ItemEvent, data: dict, ev: SSEEvent) -> None:
+        """An item-level event of `ITEM_EVENTS` (a delta, a done text, a part added or done)."""
         iid, oi = data.get("item_id"), data.get("output_index")
         st = self.items.get(iid) if isinstance(iid, str) else None
         if st is None:
