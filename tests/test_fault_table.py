@@ -5,15 +5,16 @@
 - The table's `found` rows are failures seen on a real stack that FAULTS.md does not list (each
   names its source); none of them may be a FAULTS.md row (once the catalog lists one, it moves to
   `rows`). Everything below holds for them as for `rows`.
-- Every check id the table names is registered after load_all(), except rows listed in PENDING:
-  rows whose owning issue's module is not built yet. PENDING is explicit (row -> the module that
-  must appear), and a PENDING row whose module exists fails, so the list cannot go stale.
-- Each row's fault modes exist in the reference engine / reference router fault lists once
-  those are built.
+- Every check id the table names is registered (the whole catalog loaded); every row names an
+  issue whose module exists.
+- Each row's fault modes exist in the reference engine / reference router fault lists.
+- Each fault name is written once, in its double's faults.py (engine/faults.py, router/faults.py):
+  every other module of the doubles uses the constant, never the string.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import re
@@ -22,7 +23,9 @@ from pathlib import Path
 import pytest
 
 from conformance.core.paths import fixtures_dir
-from conformance.core.registry import registered as load_all
+from conformance.core.registry import registered
+from conformance.engine.faults import FAULTS
+from conformance.router.faults import ROUTER_FAULTS
 
 ROOT = Path(__file__).resolve().parents[1]
 FAULTS_MD = ROOT.parent / "shared" / "design" / "FAULTS.md"
@@ -30,8 +33,7 @@ TABLE = json.loads((fixtures_dir() / "faults.json").read_text(encoding="utf-8"))
 ROWS = TABLE["rows"]
 FOUND = TABLE.get("found", [])
 
-# The module that registers each issue's check ids: a row is only allowed to be pending while
-# its issue's module does not exist.
+# The module that registers each issue's check ids.
 ISSUE_MODULE = {
     2: "conformance.wire.anthropic",
     4: "conformance.checks.suite",
@@ -40,13 +42,6 @@ ISSUE_MODULE = {
     14: "conformance.wire.responses",
     16: "conformance.checks.client_wire",
 }
-# Rows whose checks are not registered yet because their module is not built: row -> issue.
-# Empty today: every owning module has landed. Add a row here only with its module missing.
-PENDING: dict[str, int] = {}
-
-
-def _module_built(name: str) -> bool:
-    return importlib.util.find_spec(name) is not None
 
 
 def _markdown_rows() -> list[str]:
@@ -82,32 +77,28 @@ def test_every_faults_md_row_is_in_the_table():
     assert listed == [], f"found rows that FAULTS.md lists now: move them to rows: {listed}"
 
 
-def test_every_check_id_is_registered_or_explicitly_pending():
-    registered = {spec.id for spec in load_all()}
-    missing = {}
-    for row in ROWS + FOUND:
-        unregistered = [c for c in row["checks"] if c not in registered]
-        if row["fault"] in PENDING:
-            module = ISSUE_MODULE[PENDING[row["fault"]]]
-            assert not _module_built(module), (
-                f"{row['fault']} is listed as pending but {module} exists: remove it from PENDING")
-            continue
-        if unregistered:
-            missing[row["fault"]] = unregistered
-    assert missing == {}, f"check ids in the fault table that no module registers: {missing}"
+def test_every_check_id_is_registered_and_every_issue_module_exists():
+    ids = {spec.id for spec in registered()}
+    missing = {row["fault"]: [c for c in row["checks"] if c not in ids] for row in ROWS + FOUND}
+    assert {fault: checks for fault, checks in missing.items() if checks} == {}, \
+        "check ids in the fault table that no module registers"
+    assert [m for m in ISSUE_MODULE.values() if importlib.util.find_spec(m) is None] == []
 
 
 def test_fault_modes_exist_in_the_reference_engine_and_router():
-    engine_built = _module_built("conformance.engine.faults")
-    router_built = _module_built("conformance.router.faults")
-    if engine_built:
-        from conformance.engine.faults import FAULTS
+    absent = [r["fault"] for r in ROWS + FOUND if "engine" in r["modes"] and r["fault"] not in FAULTS]
+    assert absent == [], f"engine-mode rows with no engine fault: {absent}"
+    absent = [r["fault"] for r in ROWS + FOUND if r["modes"] == ["router"] and r["fault"] not in ROUTER_FAULTS]
+    assert absent == [], f"router-only rows with no router fault: {absent}"
 
-        absent = [r["fault"] for r in ROWS + FOUND if "engine" in r["modes"] and r["fault"] not in FAULTS]
-        assert absent == [], f"engine-mode rows with no engine fault: {absent}"
-    if router_built:
-        from conformance.router.faults import ROUTER_FAULTS
 
-        absent = [r["fault"] for r in ROWS + FOUND if r["modes"] == ["router"] and r["fault"] not in ROUTER_FAULTS]
-        assert absent == [], f"router-only rows with no router fault: {absent}"
-    assert engine_built or router_built, "neither the reference engine nor the router is built"
+@pytest.mark.parametrize("double,names", [("engine", FAULTS), ("router", ROUTER_FAULTS)])
+def test_each_fault_name_is_written_once_in_its_doubles_faults_module(double, names):
+    written: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "conformance" / double).glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and node.value in names:
+                written.setdefault(node.value, []).append(f"{path.name}:{node.lineno}")
+    assert {name: places for name, places in written.items() if places != [places[0]]} == {}
+    assert {name: places for name, places in written.items() if not places[0].startswith("faults.py:")} == {}
+    assert set(written) == set(names)

@@ -7,7 +7,7 @@ Rules (docs/DEVELOPING.md, "Layout"):
   < {suite, commands, peers} < {plugin, cli}. A module imports its own floor or a lower one, never
   a higher one — not even lazily inside a function (every `import` in the file counts).
 - The test doubles (engine/, router/) stand apart: their own tests (tests/engine/test_independence.py,
-  tests/router/test_router_translate.py) allow them only their own package and conformance.core.paths.
+  tests/router/test_independence.py) allow them only their own package and conformance.core.paths.
   The judge may import a double only from a front end that launches it — commands, suite, peers,
   clients, plugin, cli and capture.recapture (the recapture drives the real clients against the
   reference engine); those imports are legitimate and allowed here.

@@ -335,13 +335,14 @@ def grammar(state: ExchangeState) -> list[Verdict]:
     is failed when any of its violations is an error."""
     raw, turn = state.raw, state.turn
     out: list[Verdict] = []
-    is_sse = "text/event-stream" in raw.content_type.lower()
-    if state.stream and not is_sse:
+    media = state.wire.stream_media_type
+    streamed = media in raw.content_type.lower()
+    if state.stream and not streamed:
         out.append(state.fail(STREAM_CONTENT_TYPE,
                               "a stream:true request was answered without an event stream",
-                              expected="content-type: text/event-stream",
+                              expected=f"content-type: {media}",
                               seen=f"content-type: {raw.content_type or '(none)'}"))
-    if state.stream and is_sse:
+    if state.stream and streamed:
         report = state.wire.check_stream(raw.chunks, request=state.request)
         found = [x.at(turn=turn) for x in report.violations]
         state.message = report.message

@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass, field
 
 from conformance.engine import tokenizer
+from conformance.engine.faults import SCHEMA_GRAMMAR_FAIL
 
 
 class InvalidRequest(Exception):
@@ -140,3 +141,15 @@ def is_int(v) -> bool:
 
 def is_num(v) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def refuse_ungrammatical(tools: list[Tool], choice: str, choice_name: str | None, faults) -> None:
+    """Fault `schema-grammar-fail`: a constrained decoder that cannot compile a `pattern` keyword
+    fails the forced tool's grammar with a 500 (lmstudio-bug-tracker #2220; llama.cpp #28340)."""
+    if SCHEMA_GRAMMAR_FAIL not in faults or choice not in ("any", "tool", "required"):
+        return
+    forced = [t for t in tools if choice != "tool" or t.name == choice_name]
+    for t in forced:
+        if '"pattern"' in json.dumps(t.schema):
+            raise InvalidRequest(f"failed to parse grammar: the schema of tool {t.name!r} uses `pattern`",
+                                 status=500, kind="api_error")

@@ -20,7 +20,12 @@ import sys
 import threading
 import time
 
-from conformance.engine.state import DEFAULT_MAX_CONTEXT, DEFAULT_MODEL
+from aiohttp import web
+
+from conformance.engine import faults as fault_modes
+from conformance.engine import variations as variation_modes
+from conformance.engine.server import build_app
+from conformance.engine.state import DEFAULT_MAX_CONTEXT, DEFAULT_MODEL, EngineConfig
 
 SPAWN_DEADLINE = 30.0
 STOP_GRACE = 5.0
@@ -117,13 +122,6 @@ def serve_engine_in_thread(faults=(), model: str = DEFAULT_MODEL, max_context: i
                            scenarios=None, host: str = "127.0.0.1", variations=(),
                            prefill_tokens_per_s: float | None = None, decode_tokens_per_s: float | None = None,
                            metrics: bool = False):
-    from aiohttp import web
-
-    from conformance.engine import faults as fault_modes
-    from conformance.engine import variations as variation_modes
-    from conformance.engine.server import build_app
-    from conformance.engine.state import EngineConfig
-
     config = EngineConfig(model=model, faults=fault_modes.validate(faults), max_context=int(max_context),
                           scenarios_dir=str(scenarios) if scenarios else None, exit_on_crash=False,
                           variations=variation_modes.validate(variations),

@@ -34,7 +34,6 @@ from aiohttp import web
 
 from conformance.engine import faults as fault_modes
 from conformance.engine import ids, planner, wire
-from conformance.engine.anthropic_route import BILLING_HEADER_PREFIX, prefix_cache, refuse_ungrammatical
 from conformance.engine.conversation import (
     Conversation,
     InvalidRequest,
@@ -46,9 +45,26 @@ from conformance.engine.conversation import (
     compact_json,
     is_int,
     is_num,
+    refuse_ungrammatical,
     require,
 )
+from conformance.engine.faults import (
+    BUFFERED_STREAM,
+    OVER_LIMIT_NOT_REFUSED,
+    PARALLEL_CALLS_TRUNCATED,
+    PREFIX_CACHE_DEFEATED,
+    STREAM_TRUNCATED,
+    STRICT_ADAPTIVE_EFFORT,
+    STRICT_UNKNOWN_FIELD,
+    TOOL_ARGS_INVALID_JSON,
+    TOOL_ARGS_NOT_STRING,
+    TOOL_CALL_AS_TEXT,
+    TOOL_STOP_REASON_WRONG,
+    USAGE_INCONSISTENT,
+    WRONG_MODEL,
+)
 from conformance.engine.metrics import record_prefix_query
+from conformance.engine.prefix_cache import BILLING_HEADER_PREFIX, prefix_cache
 from conformance.engine.wire import ClientGone, SSEWriter, split_json, split_text, start_sse
 
 EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
@@ -62,7 +78,7 @@ FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "
 
 
 def effort_check(value, faults, field="reasoning_effort"):
-    allowed = OLD_EFFORTS if "strict-adaptive-effort" in faults else EFFORTS
+    allowed = OLD_EFFORTS if STRICT_ADAPTIVE_EFFORT in faults else EFFORTS
     if value is not None:
         require(value in allowed, f"{field}: Input should be {', '.join(repr(v) for v in allowed)} (got {value!r})",
                 param=field)
@@ -86,7 +102,7 @@ def tool_choice(tc, tools, faults):
 
 
 def parse(body: dict, faults) -> Conversation:
-    if "strict-unknown-field" in faults:
+    if STRICT_UNKNOWN_FIELD in faults:
         extra = sorted(k for k in body if k not in CLOSED_FIELDS)
         if extra:
             raise InvalidRequest(f"{extra[0]}: Extra inputs are not permitted", param=extra[0])
@@ -209,7 +225,7 @@ def plan_reply(state, conv):
     prompt = conv.prompt_tokens()
     limit = state.config.max_context
     if prompt > limit:
-        if "over-limit-not-refused" not in state.faults:
+        if OVER_LIMIT_NOT_REFUSED not in state.faults:
             raise InvalidRequest(
                 f"This model's maximum context length is {limit} tokens. However, your request has "
                 f"{prompt} input tokens. Please reduce the length of the input messages.", param="messages")
@@ -220,21 +236,21 @@ def plan_reply(state, conv):
 
 def finish_reason(reply, faults) -> str:
     fr = FINISH[reply.stop_reason]
-    if fr == "tool_calls" and ("tool-stop-reason-wrong" in faults or "tool-call-as-text" in faults):
+    if fr == "tool_calls" and (TOOL_STOP_REASON_WRONG in faults or TOOL_CALL_AS_TEXT in faults):
         fr = "stop"
     return fr
 
 
 def rendered_calls(reply, faults, seed):
     """[(id, name, arguments string or object)] after faults; text additions for tool-call-as-text."""
-    if "tool-call-as-text" in faults:
+    if TOOL_CALL_AS_TEXT in faults:
         extra = "".join(f"<tool_call>\n{json.dumps({'name': n, 'arguments': a})}\n</tool_call>" for n, a in reply.calls)
         return [], extra
     out = []
-    calls = reply.calls[:1] if "parallel-calls-truncated" in faults else reply.calls  # the parser stops after one
+    calls = reply.calls[:1] if PARALLEL_CALLS_TRUNCATED in faults else reply.calls  # the parser stops after one
     for k, (name, args) in enumerate(calls):
         js = compact_json(args)
-        if "tool-args-invalid-json" in faults:
+        if TOOL_ARGS_INVALID_JSON in faults:
             js = js[:-1]
         call_id = ("chatcmpl-tool-" + ids.digest(seed, "call", k).hex()[:32] if wire.active("other-id-formats")
                    else ids.make("call_", seed, k, n=24))  # vLLM: chatcmpl-tool-<uuid hex>
@@ -243,7 +259,7 @@ def rendered_calls(reply, faults, seed):
 
 
 def _usage(prompt, output, faults, cached: int = 0):
-    total = prompt + output + (17 if "usage-inconsistent" in faults else 0)
+    total = prompt + output + (17 if USAGE_INCONSISTENT in faults else 0)
     usage = {"prompt_tokens": prompt, "completion_tokens": output, "total_tokens": total}
     if cached:
         usage["prompt_tokens_details"] = {"cached_tokens": cached}  # vLLM with prefix caching
@@ -273,7 +289,7 @@ def _chat_segments(body: dict):
 
 def chat_cached_tokens(state, body: dict, prompt: int) -> int:
     """Prompt tokens read from the prefix cache (0 under prefix-cache-defeated)."""
-    if "prefix-cache-defeated" in state.faults:
+    if PREFIX_CACHE_DEFEATED in state.faults:
         return 0
     read, _ = prefix_cache(state).serve(body, prompt, _chat_segments(body))
     return read
@@ -304,7 +320,7 @@ def plan_answer(state, body: dict, parse_body: Callable[[dict, frozenset], Conve
     conv = parse_body(body, faults)
     reply, prompt = plan_reply(state, conv)
     seed = ids.digest(json.dumps(body, sort_keys=True))
-    model = fault_modes.WRONG_MODEL_NAME if "wrong-model" in faults else (conv.model or state.config.model)
+    model = fault_modes.WRONG_MODEL_NAME if WRONG_MODEL in faults else (conv.model or state.config.model)
     calls, extra_text = rendered_calls(reply, faults, seed)
     return Answer(conv, reply, prompt, seed, model, int(time.time()), calls, reply.text + extra_text)
 
@@ -321,7 +337,7 @@ async def chat(request: web.Request, state, body: dict):
     # choice (vllm/entrypoints/openai/protocol.py, ChatCompletionResponseChoice.stop_reason): a
     # translating router needs it to answer Anthropic's stop_reason stop_sequence + the string.
     matched_stop = reply.stop_sequence if reply.stop_reason == "stop_sequence" else None
-    not_string = "tool-args-not-string" in faults
+    not_string = TOOL_ARGS_NOT_STRING in faults
     cached = _counted_cached_tokens(state, body, prompt)
     if not answer.conv.stream:
         msg = {"role": "assistant", "content": text if (text or not calls) else None, "refusal": None,
@@ -337,7 +353,7 @@ async def chat(request: web.Request, state, body: dict):
         return web.json_response(out)
     include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
     resp = await start_sse(request)
-    w = SSEWriter(resp, buffered="buffered-stream" in faults, prompt_tokens=prompt - cached)
+    w = SSEWriter(resp, buffered=BUFFERED_STREAM in faults, prompt_tokens=prompt - cached)
 
     async def chunk(delta, finish=None):
         c = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
@@ -368,7 +384,7 @@ async def chat(request: web.Request, state, body: dict):
         if include_usage:
             await w.event(None, {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
                                  "choices": [], "usage": _usage(prompt, reply.output_tokens, faults, cached)})
-        if "stream-truncated" not in faults:
+        if STREAM_TRUNCATED not in faults:
             await w.event(None, "[DONE]")
         await w.close()
     except ClientGone:

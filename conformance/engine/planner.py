@@ -42,6 +42,13 @@ from conformance.engine import faults as fault_modes
 from conformance.engine import scenarios as engine_scenarios
 from conformance.engine import tokenizer
 from conformance.engine.conversation import Conversation, compact_json
+from conformance.engine.faults import (
+    CONTEXT_TRUNCATED,
+    MAX_TOKENS_SILENT_TRUNCATION,
+    OUTPUT_CAP,
+    TOOL_CHOICE_IGNORED,
+    UNBOUNDED_REASONING,
+)
 
 DEFAULT_ANSWER = (
     "Hello! This is the reference engine. No scripted task matched, so here is a plain answer: "
@@ -92,7 +99,7 @@ def _needle_answer(conv: Conversation, faults) -> str:
     hay = conv.haystack()
     if conv.truncated_tokens:
         hay = tokenizer.drop_prefix(hay, conv.truncated_tokens)
-    if "context-truncated" in faults and len(hay) > 400:
+    if CONTEXT_TRUNCATED in faults and len(hay) > 400:
         hay = hay[len(hay) // 4:]  # the silent drop of the prompt's start
     m = _NEEDLE.search(hay)
     if not m:
@@ -171,17 +178,17 @@ def plan(conv: Conversation, ctx: Context) -> Reply:
     budget = max(0, ctx.max_context - ctx.prompt_tokens)
     if conv.max_tokens is not None:
         budget = min(budget, conv.max_tokens)
-    if "output-cap" in ctx.faults:
+    if OUTPUT_CAP in ctx.faults:
         budget = min(budget, fault_modes.OUTPUT_CAP_TOKENS)
 
     room = max(0, ctx.max_context - ctx.prompt_tokens)
-    if ("max-tokens-silent-truncation" in ctx.faults and conv.max_tokens is not None
+    if (MAX_TOKENS_SILENT_TRUNCATION in ctx.faults and conv.max_tokens is not None
             and conv.max_tokens > room > 0):
         # The answer runs to the end of the context, and the engine calls that a natural end.
         text = _long_text(room)
         return Reply(text=text, stop_reason="end_turn", output_tokens=tokenizer.count(text))
 
-    if "unbounded-reasoning" in ctx.faults:
+    if UNBOUNDED_REASONING in ctx.faults:
         thinking = _reasoning_filler(budget)
         return Reply(thinking=thinking, stop_reason="max_tokens", output_tokens=tokenizer.count(thinking))
 
@@ -189,7 +196,7 @@ def plan(conv: Conversation, ctx: Context) -> Reply:
     text = ""
     calls: list[tuple[str, dict]] = []
     scenario_id = None
-    ignores_choice = "tool-choice-ignored" in ctx.faults and conv.tool_choice in ("any", "tool")
+    ignores_choice = TOOL_CHOICE_IGNORED in ctx.faults and conv.tool_choice in ("any", "tool")
     match = engine_scenarios.find(ctx.scenarios, conv) if ctx.scenarios else None
     turn = engine_scenarios.plan(match, conv) if match else None
     if turn is not None and turn.calls and conv.tool_choice == "none":

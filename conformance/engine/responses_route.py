@@ -60,6 +60,21 @@ from conformance.engine.conversation import (
     is_int,
     require,
 )
+from conformance.engine.faults import (
+    BUFFERED_STREAM,
+    CUSTOM_TOOL_AS_FUNCTION,
+    CUSTOM_TOOL_DROPPED,
+    DONE_TEXT_MISMATCH,
+    FOREIGN_REASONING_REJECTED,
+    HOSTED_TOOL_REJECTED,
+    MULTI_TURN_ITEMS_REJECTED,
+    NAMESPACE_FLATTENED,
+    RESPONSES_MISSING,
+    SEQUENCE_NUMBER_GAP,
+    STREAM_TRUNCATED,
+    TERMINAL_EVENT_MISSING,
+    USAGE_INCONSISTENT,
+)
 from conformance.engine.openai_route import effort_check, plan_answer
 from conformance.engine.wire import ClientGone, SSEWriter, split_json, split_text, start_sse
 
@@ -75,7 +90,7 @@ _INSTANCE_KEY = secrets.token_bytes(32)
 
 def encrypted_reasoning(text: str, faults) -> str:
     """Opaque `encrypted_content` for a reasoning item: a mark and a MAC of the text, base64."""
-    key = _INSTANCE_KEY if "foreign-reasoning-rejected" in faults else _FIXED_KEY
+    key = _INSTANCE_KEY if FOREIGN_REASONING_REJECTED in faults else _FIXED_KEY
     mac = hmac.new(key, text.encode(), hashlib.sha256).digest()
     return base64.b64encode(_REASONING_MARK + mac + text.encode()).decode()
 
@@ -95,7 +110,7 @@ def _parse_tool(i: int, t: dict, namespace: str | None, faults) -> list[Tool]:
             param="tools")
     typ = t["type"]
     if typ not in CALLABLE_TOOL_TYPES:
-        if "hosted-tool-rejected" in faults:
+        if HOSTED_TOOL_REJECTED in faults:
             raise InvalidRequest(f"tools.{i}.type: tool type {typ!r} is not supported; supported types are "
                                  "function", param="tools")
         return []  # a hosted tool the engine does not run: ignored, as the model would never call it
@@ -179,7 +194,7 @@ def _parse_input(inp, faults):
         where = f"input.{i}"
         require(isinstance(item, dict), f"{where}: Input should be an object", param="input")
         typ = item.get("type", "message")
-        if "multi-turn-items-rejected" in faults and typ in (
+        if MULTI_TURN_ITEMS_REJECTED in faults and typ in (
                 "function_call_output", "custom_tool_call_output", "reasoning"):
             raise InvalidRequest(f"{where}: input item type {typ!r} is not supported; only message items "
                                  "are accepted", param="input")
@@ -221,7 +236,7 @@ def _parse_input(inp, faults):
             blob = item.get("encrypted_content")
             require(blob is None or isinstance(blob, str), f"{where}.encrypted_content: Input should be a string",
                     param="input")
-            if blob and "foreign-reasoning-rejected" in faults and not _minted_here(blob):
+            if blob and FOREIGN_REASONING_REJECTED in faults and not _minted_here(blob):
                 raise InvalidRequest(f"{where}.encrypted_content: the encrypted content could not be decrypted "
                                      "or parsed", param="input")
             text = block_text(item.get("content")) or block_text(item.get("summary"))
@@ -247,9 +262,9 @@ def _call_items(conv: Conversation, calls, seed, faults) -> tuple[list[dict], st
         tool = by_name.get(name)
         if tool is not None and tool.kind == "custom":
             raw = obj if isinstance(obj, str) else (compact_json(obj) if obj else "")
-            if "custom-tool-dropped" in faults:  # no freeform support: the patch is said as plain text
+            if CUSTOM_TOOL_DROPPED in faults:  # no freeform support: the patch is said as plain text
                 said += ("\n\n" if said else "") + raw
-            elif "custom-tool-as-function" in faults:  # a chat-only translation wraps the text as JSON
+            elif CUSTOM_TOOL_AS_FUNCTION in faults:  # a chat-only translation wraps the text as JSON
                 items.append({"id": _make_id("fc_", seed, k, n=32), "type": "function_call", "status": "completed",
                               "call_id": call_id, "name": name, "arguments": json.dumps({"input": raw})})
             else:
@@ -259,7 +274,7 @@ def _call_items(conv: Conversation, calls, seed, faults) -> tuple[list[dict], st
         item = {"id": _make_id("fc_", seed, k, n=32), "type": "function_call", "status": "completed",
                 "call_id": call_id, "name": name, "arguments": js}
         if tool is not None and tool.namespace:
-            if "namespace-flattened" in faults:
+            if NAMESPACE_FLATTENED in faults:
                 item["name"] = f"{tool.namespace}__{name}"
             else:
                 item["namespace"] = tool.namespace
@@ -269,7 +284,7 @@ def _call_items(conv: Conversation, calls, seed, faults) -> tuple[list[dict], st
 
 async def responses(request: web.Request, state, body: dict):
     faults = state.faults
-    if "responses-missing" in faults:  # a chat-only server: the route does not exist
+    if RESPONSES_MISSING in faults:  # a chat-only server: the route does not exist
         raise InvalidRequest(f"Not found: {request.method} {request.path} is not served", status=404,
                              kind="not_found_error")
     answer = plan_answer(state, body, parse)
@@ -304,7 +319,7 @@ async def responses(request: web.Request, state, body: dict):
     out_tokens = reply.output_tokens
     usage = {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": out_tokens,
              "output_tokens_details": {"reasoning_tokens": tokenizer.count(reply.thinking or "")},
-             "total_tokens": prompt + out_tokens + (17 if "usage-inconsistent" in faults else 0)}
+             "total_tokens": prompt + out_tokens + (17 if USAGE_INCONSISTENT in faults else 0)}
     if wire.active("usage-without-cache"):
         usage.pop("input_tokens_details", None)
         usage.pop("output_tokens_details", None)
@@ -328,10 +343,10 @@ async def responses(request: web.Request, state, body: dict):
         return web.json_response(response_obj(final_status, items, True))
 
     resp = await start_sse(request)
-    w = SSEWriter(resp, buffered="buffered-stream" in faults, prompt_tokens=prompt)
+    w = SSEWriter(resp, buffered=BUFFERED_STREAM in faults, prompt_tokens=prompt)
     seq = 0
-    gap_pending = "sequence-number-gap" in faults
-    mismatch = "done-text-mismatch" in faults
+    gap_pending = SEQUENCE_NUMBER_GAP in faults
+    mismatch = DONE_TEXT_MISMATCH in faults
 
     async def ev(typ, **fields):
         nonlocal seq, gap_pending
@@ -351,7 +366,7 @@ async def responses(request: web.Request, state, body: dict):
         for oi, item in enumerate(items):
             await _stream_item(ev, oi, item, done_text)
             await ev("response.output_item.done", output_index=oi, item=item)
-        if "stream-truncated" not in faults and "terminal-event-missing" not in faults:
+        if STREAM_TRUNCATED not in faults and TERMINAL_EVENT_MISSING not in faults:
             await ev(f"response.{final_status}", response=response_obj(final_status, items, True))
         await w.close()
     except ClientGone:

@@ -33,6 +33,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from conformance.core.paths import fixtures_dir
 from conformance.engine.conversation import Conversation, Message, Tool
 
 TOOL_NAMES = {
@@ -106,8 +107,6 @@ def load_dir(folder) -> list[Scenario]:
 
 def default_dir() -> Path:
     # The engine resolves the bundled fixtures itself (conformance.core.paths holds no judge code).
-    from conformance.core.paths import fixtures_dir
-
     return fixtures_dir() / "scenarios"
 
 

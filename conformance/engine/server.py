@@ -31,12 +31,15 @@ import json
 import os
 import sys
 import time
+import traceback
 
 from aiohttp import web
 
+from conformance.engine import anthropic_route, metrics, openai_route, responses_route, wire
 from conformance.engine import faults as fault_modes
-from conformance.engine import wire
+from conformance.engine import scenarios as engine_scenarios
 from conformance.engine.conversation import InvalidRequest
+from conformance.engine.faults import ADVERTISED_CONTEXT_WRONG, CRASH_UNDER_CONCURRENCY, HANG, HANG_WITH_PINGS
 from conformance.engine.state import (
     BODY_LIMIT,
     ENTRY,
@@ -75,8 +78,6 @@ async def errors_middleware(request: web.Request, handler):
     except web.HTTPException:
         raise
     except Exception as e:  # a bug in the engine must not look like a wire-level success or kill it
-        import traceback
-
         traceback.print_exc()
         return error_response(api_of(request.path), InvalidRequest(
             f"reference engine internal error: {e!r}", status=500, kind="api_error"), request.app[STATE].faults)
@@ -142,19 +143,19 @@ def generation_route(api: str, fn):
             return web.Response(status=500)
         state.inflight[id(request)] = request
         try:
-            if "crash-under-concurrency" in state.faults and len(state.inflight) > fault_modes.CRASH_CONCURRENCY_LIMIT:
+            if CRASH_UNDER_CONCURRENCY in state.faults and len(state.inflight) > fault_modes.CRASH_CONCURRENCY_LIMIT:
                 _crash(state)
                 return web.Response(status=500)
             try:
                 body = await read_json(request)
             except InvalidRequest as e:
                 return error_response(api, e, state.faults)
-            if "crash-under-concurrency" in state.faults:
+            if CRASH_UNDER_CONCURRENCY in state.faults:
                 await asyncio.sleep(CRASH_PREFILL_SECONDS)
                 if state.dead:
                     _abort(request)
                     return web.Response(status=500)
-            if "hang" in state.faults or "hang-with-pings" in state.faults:
+            if HANG in state.faults or HANG_WITH_PINGS in state.faults:
                 return await _hang(request, api, body, state)
             try:
                 return await fn(request, state, body)
@@ -187,7 +188,7 @@ def _crash(state: EngineState) -> None:
 
 async def _hang(request, api, body, state):
     deadline = time.monotonic() + fault_modes.HANG_CAP_SECONDS
-    pings = "hang-with-pings" in state.faults
+    pings = HANG_WITH_PINGS in state.faults
     if not body.get("stream"):
         await asyncio.sleep(fault_modes.HANG_CAP_SECONDS)
         return web.Response(status=504)
@@ -216,7 +217,7 @@ async def health(request: web.Request):
 
 def model_card(state: EngineState) -> dict:
     cfg = state.config
-    advertised = cfg.max_context * 2 if "advertised-context-wrong" in state.faults else cfg.max_context
+    advertised = cfg.max_context * 2 if ADVERTISED_CONTEXT_WRONG in state.faults else cfg.max_context
     return {"id": cfg.model, "object": "model", "type": "model", "display_name": cfg.model,
             "created": 0, "created_at": "1970-01-01T00:00:00Z", "owned_by": "conformance",
             "root": cfg.model, "parent": None, "max_model_len": advertised, "permission": []}
@@ -255,9 +256,6 @@ async def received_clear(request: web.Request):
 
 
 def build_app(config: EngineConfig) -> web.Application:
-    from conformance.engine import anthropic_route, metrics, openai_route, responses_route
-    from conformance.engine import scenarios as engine_scenarios
-
     folder = config.scenarios_dir or engine_scenarios.default_dir()
     state = EngineState(config=config, scenarios=engine_scenarios.load_dir(folder))
     app = web.Application(client_max_size=BODY_LIMIT, middlewares=[errors_middleware, record_middleware, variations_middleware])

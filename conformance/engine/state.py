@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from aiohttp import web
 
 from conformance.engine.conversation import InvalidRequest
+from conformance.engine.faults import ERROR_ENVELOPE_WRONG
 
 DEFAULT_MODEL = "reference-model"
 DEFAULT_MAX_CONTEXT = 131072
@@ -66,7 +67,7 @@ _OPENAI_TYPES = {400: "BadRequestError", 401: "AuthenticationError", 404: "NotFo
 
 
 def error_response(api: str, err: InvalidRequest, faults=frozenset()) -> web.Response:
-    if "error-envelope-wrong" in faults:
+    if ERROR_ENVELOPE_WRONG in faults:
         if api == "anthropic":  # vLLM's old OpenAI-style object on the Anthropic route
             body = {"object": "error", "message": err.message, "type": "BadRequestError", "param": None,
                     "code": err.status}

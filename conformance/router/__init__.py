@@ -10,6 +10,7 @@ Rules:
   reproducing one row of FAULTS.md that real routers shipped.
 - It shares no code with the judge: it never imports conformance.wire.sse / protocols / schemas /
   checks (a test enforces this), so a bug in the judge cannot hide the same bug here.
-- Modules: `faults` (names), `translate` (pure request/response/stream translation),
+- Modules: `faults` (names), `translate` (the request, Anthropic -> chat), `translate_answer`
+  (the answer back, whole or streamed), `events` (response-side faults, SSE out and in),
   `server` (the aiohttp app), `launch` (in-thread and subprocess launchers).
 """

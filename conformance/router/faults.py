@@ -7,30 +7,40 @@ failing self-test reads as a story, not a code path.
 
 from __future__ import annotations
 
+# The fault names, each written once: every module that switches on a fault uses these.
+LOSSY_TRANSLATION = "lossy-translation"
+STRICT_UNKNOWN_FIELD = "strict-unknown-field"
+STRICT_ADAPTIVE_EFFORT = "strict-adaptive-effort"
+STOP_SEQUENCE_MISSING = "stop-sequence-missing"
+ROUTING_UNSTABLE_ACROSS_WIRE_VARIANTS = "routing-unstable-across-wire-variants"
+BUFFERED_STREAM = "buffered-stream"
+WRONG_MODEL = "wrong-model"
+JAILBREAK_ROUTE_KEEPS_TOOLS = "jailbreak-route-keeps-tools"
+
 ROUTER_FAULTS: dict[str, str] = {
-    "lossy-translation": (
+    LOSSY_TRANSLATION: (
         "drops thinking blocks (request history and the engine's reasoning in the answer), signatures "
         "and cache_control, and rewrites tool ids on the way to the engine so tool results no longer "
         "pair with their calls (seed talk: 'wire format openai.chat.v1')"
     ),
-    "strict-unknown-field": (
+    STRICT_UNKNOWN_FIELD: (
         "closed request struct: rejects `context_management` with a 400 'Extra inputs are not "
         "permitted' (claude-code #21612, LiteLLM #26240)"
     ),
-    "strict-adaptive-effort": (
+    STRICT_ADAPTIVE_EFFORT: (
         "rejects thinking {type: adaptive} together with output_config.effort (claude-code #68551, #29531)"
     ),
-    "stop-sequence-missing": (
+    STOP_SEQUENCE_MISSING: (
         "drops the required, nullable `stop_sequence` from message_delta / the non-stream message "
         "(exclude-none serialisation; vLLM #55324 shape, in a router)"
     ),
-    "routing-unstable-across-wire-variants": (
+    ROUTING_UNSTABLE_ACROSS_WIRE_VARIANTS: (
         "a prompt wrapped in literal double quotes (opencode's wire form) is routed to another tier; "
         "the answering model differs (seed talk: 'two quote characters')"
     ),
-    "buffered-stream": "buffers the whole upstream stream and releases it at the end (Claude Code gateway contract)",
-    "wrong-model": "silently falls back to another model: a different model answers (seed talk: 'model B answering')",
-    "jailbreak-route-keeps-tools": (
+    BUFFERED_STREAM: "buffers the whole upstream stream and releases it at the end (Claude Code gateway contract)",
+    WRONG_MODEL: "silently falls back to another model: a different model answers (seed talk: 'model B answering')",
+    JAILBREAK_ROUTE_KEEPS_TOOLS: (
         "claims an injection route (prompts that look like prompt injections go to a tool-less route) "
         "but keeps the tools on it, so an injection can still call them"
     ),

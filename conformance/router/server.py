@@ -24,7 +24,20 @@ import aiohttp
 from aiohttp import web
 
 from conformance.router import translate as tr
-from conformance.router.faults import FALLBACK_MODEL, validate
+from conformance.router.events import EventFilter, SSELines, sse
+from conformance.router.faults import (
+    BUFFERED_STREAM,
+    FALLBACK_MODEL,
+    JAILBREAK_ROUTE_KEEPS_TOOLS,
+    LOSSY_TRANSLATION,
+    ROUTING_UNSTABLE_ACROSS_WIRE_VARIANTS,
+    STOP_SEQUENCE_MISSING,
+    STRICT_ADAPTIVE_EFFORT,
+    STRICT_UNKNOWN_FIELD,
+    WRONG_MODEL,
+    validate,
+)
+from conformance.router.translate_answer import StreamTranslator, openai_response_to_anthropic
 
 ERROR_TYPES = {
     400: "invalid_request_error", 401: "authentication_error", 402: "billing_error", 403: "permission_error",
@@ -166,22 +179,22 @@ class Router:
         """(route name, strip tools?, model label for the answer)."""
         cfg = self.config
         if tr.looks_like_injection(body):
-            return "injection", not cfg.has("jailbreak-route-keeps-tools"), None
-        if cfg.has("wrong-model"):
+            return "injection", not cfg.has(JAILBREAK_ROUTE_KEEPS_TOOLS), None
+        if cfg.has(WRONG_MODEL):
             return "fallback", False, FALLBACK_MODEL
-        if cfg.has("routing-unstable-across-wire-variants") and tr.is_quoted(tr.last_user_text(body)):
+        if cfg.has(ROUTING_UNSTABLE_ACROSS_WIRE_VARIANTS) and tr.is_quoted(tr.last_user_text(body)):
             return "small", False, FALLBACK_MODEL
         return "default", False, None
 
     def _refusal(self, body: dict) -> web.Response | None:
         cfg = self.config
-        if cfg.has("strict-unknown-field") and "context_management" in body:
+        if cfg.has(STRICT_UNKNOWN_FIELD) and "context_management" in body:
             return error_response(
                 400, "context_management: Extra inputs are not permitted [type=extra_forbidden, input_value=...]"
             )
         thinking = body.get("thinking")
         effort = (body.get("output_config") or {}).get("effort") if isinstance(body.get("output_config"), dict) else None
-        if cfg.has("strict-adaptive-effort") and isinstance(thinking, dict) and thinking.get("type") == "adaptive" and effort:
+        if cfg.has(STRICT_ADAPTIVE_EFFORT) and isinstance(thinking, dict) and thinking.get("type") == "adaptive" and effort:
             return error_response(
                 400, "thinking.type: Input tag 'adaptive' found using 'type' does not match any of the expected "
                 "tags: 'enabled', 'disabled'; output_config: Extra inputs are not permitted"
@@ -203,12 +216,12 @@ class Router:
         upstream_model = cfg.model or str(body.get("model", ""))
         if label and cfg.fallback_model:
             upstream_model, label = cfg.fallback_model, None  # a real other deployment answers
-        lossy = cfg.has("lossy-translation")
+        lossy = cfg.has(LOSSY_TRANSLATION)
         client_body = body
         if lossy:
             body = tr.make_lossy(body)
-        filt = tr.EventFilter(
-            drop_thinking=lossy, rewrite_tool_ids=lossy, drop_stop_sequence=cfg.has("stop-sequence-missing"), model_label=label
+        filt = EventFilter(
+            drop_thinking=lossy, rewrite_tool_ids=lossy, drop_stop_sequence=cfg.has(STOP_SEQUENCE_MISSING), model_label=label
         )
         extra_headers = {"x-router-route": route, "x-router-upstream-model": upstream_model}
         if cfg.upstream_api == "openai":
@@ -239,7 +252,7 @@ class Router:
                     data = json.loads(raw)
                 except ValueError:
                     return error_response(500, f"router: upstream answered non-JSON: {raw[:200]!r}")
-                message = tr.openai_response_to_anthropic(data, client_body) if cfg.upstream_api == "openai" else data
+                message = openai_response_to_anthropic(data, client_body) if cfg.upstream_api == "openai" else data
                 if isinstance(message, dict) and message.get("type") == "message":
                     message = filt.message(message)
                 return web.json_response(message, headers=extra_headers)
@@ -251,7 +264,7 @@ class Router:
         cfg = self.config
         resp = web.StreamResponse(status=200, headers={"content-type": "text/event-stream", "cache-control": "no-cache", **extra_headers})
         await resp.prepare(request)
-        buffered = cfg.has("buffered-stream")
+        buffered = cfg.has(BUFFERED_STREAM)
         held: list[bytes] = []
 
         async def emit(events: list[dict]) -> None:
@@ -259,14 +272,14 @@ class Router:
                 event = filt.event(event)
                 if event is None:
                     continue
-                data = tr.sse(event)
+                data = sse(event)
                 if buffered:
                     held.append(data)
                 else:
                     await resp.write(data)
 
-        reader = tr.SSELines()
-        translator = tr.StreamTranslator(client_body, upstream_model) if cfg.upstream_api == "openai" else None
+        reader = SSELines()
+        translator = StreamTranslator(client_body, upstream_model) if cfg.upstream_api == "openai" else None
         saw_done = False
         try:
             async for chunk in upstream.content.iter_any():

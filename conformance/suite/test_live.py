@@ -28,7 +28,6 @@ from conformance.clients.launch import ClientNotFound, find_binary, find_release
 from conformance.clients.profile import ClientProfile, launchable, profile
 from conformance.core.verdict import outcome_of
 from conformance.core.versions import version_key
-from conformance.loop.templates import find_template
 from conformance.loop.live import run_live
 from conformance.loop.scenarios import get_scenario
 from conformance.loop.templates import find_template

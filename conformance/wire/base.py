@@ -1,10 +1,11 @@
-"""Protocol state machines (one file per wire) and what they share.
+"""What the wire grammars (one package per wire) share.
 
 Rules:
-- Each protocol module (`anthropic.py`, `openai.py`) exposes the same API: `check_stream(chunks, *,
-  request=None) -> StreamReport`, `check_response(body, *, request=None) -> (message,
-  violations)`, `check_error(status, body) -> violations` and `content_started(buf) -> bool`.
-- Transitions are data (a table state x event -> state) in the protocol's own file; an illegal
+- Each wire's grammar (`<wire>/grammar.py`, what its Dialect's `grammar` is) offers the same
+  API: `check_stream(chunks, *, request=None) -> StreamReport`, `check_response(body, *,
+  request=None) -> (message, violations)`, `check_error(status, body) -> violations` and
+  `content_started(buf) -> bool`.
+- Transitions are data (a table state x event -> state) in the wire's `rules.py`; an illegal
   event yields a violation naming the event number, the event, the state and the rule.
 - JSON Schemas (draft 2020-12) live in each wire package's `schemas/` folder (`schema_path`), and
   are compiled once, on first use; a wire defined outside `conformance/wire/` adds its folder
@@ -12,6 +13,8 @@ Rules:
   A schema error becomes a violation whose check id comes from the protocol's table (pointer
   prefix -> check id), so "stop_sequence missing" is reported as
   `anthropic.stream.stop_sequence_present`, not as a generic schema error.
+- Every rule a grammar reports is registered with `register_rule`: scope `wire` (the state
+  machine reports it, no runner calls it) and judging the `stack` (the bytes a stack produced).
 - Nothing here raises on a target's bytes: bad input is a violation.
 """
 
@@ -24,9 +27,21 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from jsonschema import Draft202012Validator
+from msgspec import DecodeError as _FastDecodeError
+from msgspec.json import Decoder as _FastDecoder
+
 from conformance.core.failures import HasViolations, Violation
-from conformance.core.registry import violation
+from conformance.core.registry import CheckSpec, add_area, register, violation
 from conformance.wire.sse import SSEDecoder, SSEEvent, iter_chunks
+
+
+def register_rule(check_id: str, title: str, **kw: Any) -> CheckSpec:
+    """Register one rule of a wire's grammar (scope wire, judges stack; see `register`). Its id
+    starts with the wire's name, which becomes an area of check ids (a wire defined outside this
+    package brings its own)."""
+    add_area(check_id.split(".", 1)[0])
+    return register(check_id, title, scope="wire", judges="stack", **kw)
 
 
 @dataclass
@@ -55,6 +70,16 @@ def add_schema_folder(folder: Path | str) -> None:
         _SCHEMA_FOLDERS.append(folder)
 
 
+def remove_schema_folder(folder: Path | str) -> None:
+    """Forget a folder `add_schema_folder` added, and every schema compiled so far (a name may
+    have been found there)."""
+    folder = Path(folder).resolve()
+    if folder in _SCHEMA_FOLDERS:
+        _SCHEMA_FOLDERS.remove(folder)
+        schema_validator.cache_clear()
+        compiled_validator.cache_clear()
+
+
 def schema_names() -> list[str]:
     """Every schema's name (its file name without `.json`), over all wire packages."""
     return sorted(p.stem for folder in _SCHEMA_FOLDERS for p in folder.glob("*.json"))
@@ -72,8 +97,6 @@ def schema_path(name: str) -> Path:
 @cache
 def schema_validator(name: str):
     """The compiled validator of the schema `name` (compiled once per process)."""
-    from jsonschema import Draft202012Validator
-
     schema = json.loads(schema_path(name).read_text(encoding="utf-8"))
     Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema)
@@ -319,13 +342,7 @@ _ARRAY_POS = re.compile(r"/\d+(?=/|$)")
 # the same values there (tests/wire/test_wire_schemas.py: a property test); what it refuses (NaN,
 # Infinity, 1e400, lone surrogate escapes, and every real error) goes to json.loads, so verdicts
 # and error wording are json.loads's.
-try:
-    from msgspec import DecodeError as _FastDecodeError
-    from msgspec.json import Decoder as _FastDecoder
-
-    _fast_decode = _FastDecoder().decode
-except ImportError:  # pragma: no cover - msgspec is a dependency; keep the judge working without it
-    _fast_decode, _FastDecodeError = json.loads, ValueError
+_fast_decode = _FastDecoder().decode
 
 # For hot loops: raises ValueError (msgspec's DecodeError is one) on anything it refuses; the
 # caller then asks load_json, which falls back to json.loads.

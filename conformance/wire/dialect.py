@@ -26,8 +26,7 @@ import copy
 import json
 import re
 from dataclasses import dataclass, field
-from types import ModuleType
-from typing import Any
+from typing import Any, Protocol
 
 # Prompt tokens the Anthropic usage counts apart from input_tokens (read from and written to the cache).
 ANTHROPIC_CACHED_INPUT_KEYS = ("cache_read_input_tokens", "cache_creation_input_tokens")
@@ -197,12 +196,25 @@ def function_call_from_text(call_id: str, name: str, args: Any, pointer: str,
 
 
 # ----------------------------------------------------------------------------- the Dialect
+class Grammar(Protocol):
+    """What a wire's grammar offers its Dialect (a module, as the built-in wires' grammar.py, or
+    any object with these four functions)."""
+
+    def check_stream(self, chunks: Any, *, request: dict | None = None) -> Any: ...
+
+    def check_response(self, body: Any, *, request: dict | None = None) -> tuple[Any, list]: ...
+
+    def check_error(self, status: int, body: bytes) -> list: ...
+
+    def content_started(self, buf: bytes) -> bool: ...
+
+
 @dataclass(frozen=True, eq=False)  # one object per wire: equal only to itself, hashable
 class Dialect:
     """What one wire is; subclasses hold the readers and writers that differ between wires."""
 
     name: str
-    grammar: ModuleType  # the wire's grammar: check_stream, check_response, check_error, content_started
+    grammar: Grammar  # the wire's grammar: check_stream, check_response, check_error, content_started
     generation_path: str
     count_tokens_path: str | None
     always_bearer: bool  # the key always goes as `Authorization: Bearer` (else x-api-key unless captured)
@@ -230,6 +242,8 @@ class Dialect:
     # The request field that asks a stream to end with usage (chat: `stream_options`, its
     # `include_usage`); None: a stream reports usage unasked.
     stream_usage_option: str | None = None
+    # The content type of a streamed answer (what a stream:true request must be answered with).
+    stream_media_type: str = "text/event-stream"
 
     def __str__(self) -> str:
         return self.name
@@ -689,14 +703,10 @@ class Dialect:
         first tool's description: two requests salted alike share it, no earlier one saw it. Both,
         because a chat template may render the tools or the system text first."""
         out = copy.deepcopy(request)
-        system = out.get("system")
-        if isinstance(system, str):
-            out["system"] = salt + system
-        else:
-            for b in system or []:
-                if isinstance(b, dict) and isinstance(b.get("text"), str) and not (skip and b["text"].startswith(skip)):
-                    b["text"] = salt + b["text"]
-                    break
+        for holder, key in self._system_slots(out):
+            if not (skip and holder[key].startswith(skip)):
+                holder[key] = salt + holder[key]
+                break
         tools = out.get("tools") or []
         first = tools[0] if tools and isinstance(tools[0], dict) else None
         if first is not None:
@@ -704,6 +714,23 @@ class Dialect:
             if isinstance(fn.get("description"), str):
                 fn["description"] = salt + fn["description"]
         return out
+
+    def _system_slots(self, request: dict) -> list[tuple[Any, Any]]:
+        """(holder, key) of each text of the system prompt, in place and in order: the top-level
+        `system` (a string or text blocks) on a wire that keeps it there, else the conversation's
+        leading system / developer message."""
+        if self.system_at_top:
+            holder, key, value = request, "system", request.get("system")
+        else:
+            entries = self.entries(request)
+            first = entries[0].value if entries and entries[0].index == 0 else {}
+            if first.get("role") not in ("system", "developer"):
+                return []
+            holder, key, value = first, "content", first.get("content")
+        if isinstance(value, str):
+            return [(holder, key)]
+        return [(b, "text") for b in value if isinstance(b, dict) and isinstance(b.get("text"), str)] \
+            if isinstance(value, list) else []
 
     def count_tokens_request(self, request: dict) -> dict | None:
         """The count_tokens body for a generation request (None: this wire has no count_tokens)."""
@@ -740,6 +767,12 @@ def register_dialect(d: Dialect) -> Dialect:
         raise ValueError(f"a wire named {d.name!r} is registered already")
     DIALECTS[d.name] = d
     return d
+
+
+def unregister_dialect(d: Dialect) -> None:
+    """Remove a wire registered with `register_dialect` (a wire defined for a while: a test's toy)."""
+    if DIALECTS.get(d.name) is d:
+        del DIALECTS[d.name]
 
 
 def dialect(name: str | Dialect) -> Dialect:

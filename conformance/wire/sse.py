@@ -41,18 +41,24 @@ _BOM = b"\xef\xbb\xbf"
 register(
     "sse.encoding.utf8",
     "the event stream is valid UTF-8",
+    scope="wire",
+    judges="stack",
     likely_cause="a layer re-encodes or splits multi-byte characters across writes with the wrong codec "
     "(e.g. latin-1 in a proxy), or the response is not an event stream at all",
 )
 register(
     "sse.stream.ends_mid_event",
     "the stream does not end in the middle of an event (every event ends with a blank line)",
+    scope="wire",
+    judges="stack",
     likely_cause="the connection was closed before the last event was flushed: the engine or a proxy "
     "crashed, hit a timeout, or buffers and drops the final write",
 )
 register(
     "sse.event.name_missing",
     "every event carries an `event:` name (the Anthropic SDKs dispatch on it and drop unnamed events)",
+    scope="wire",
+    judges="stack",
     likely_cause="a router translating from OpenAI chat emits `data:` lines only, as OpenAI does; "
     "the Anthropic wire needs `event: <type>` before each `data:` line",
 )
@@ -60,6 +66,8 @@ register(
     "sse.stream.bom",
     "the stream does not open with a byte-order mark (legal per WHATWG, but the official SDKs keep it)",
     severity="warning",
+    scope="wire",
+    judges="stack",
     likely_cause="a proxy or framework writes a UTF-8 BOM before the body; the anthropic and openai Python SDKs "
     "do not strip it, so the first event's `event:` name is lost and message_start is dropped",
 )
@@ -67,6 +75,8 @@ register(
     "sse.event.no_data",
     "an event with fields has at least one `data:` line (clients drop events without data)",
     severity="warning",
+    scope="wire",
+    judges="stack",
     likely_cause="a server writes `event:` lines without a data payload, or splits one event with a blank line",
 )
 

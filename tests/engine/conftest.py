@@ -6,11 +6,11 @@ import contextlib
 
 import pytest
 
+from conformance.engine.launch import serve_engine_in_thread
+
 
 @contextlib.contextmanager
 def engine(*faults: str, **kw):
-    from conformance.engine.launch import serve_engine_in_thread
-
     with serve_engine_in_thread(faults=tuple(faults), **kw) as url:
         yield url
 

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anthropic
+import openai
 import pytest
 
 from conformance.capture.corpus import load_captures
 from conformance.core.paths import captured_dir
+from conformance.wire.anthropic import grammar as anthropic_wire
+from conformance.wire.chat import grammar as openai_wire
 
 from .helpers import post
 
@@ -39,18 +43,12 @@ def test_capture_through_sdk_and_wire_core(engine_url, req):
     body = dict(req.body)
     path = req.path
     if path.endswith("/count_tokens"):
-        import anthropic
-
         c = anthropic.Anthropic(base_url=engine_url, api_key="sk-test", max_retries=0)
         rest = {k: v for k, v in body.items() if k not in ("model", "messages")}
         n = c.messages.count_tokens(model=body["model"], messages=body["messages"], extra_body=rest)
         assert n.input_tokens > 0
         return
     if path.endswith("/messages"):
-        import anthropic
-
-        from conformance.wire.anthropic import grammar as anthropic_wire
-
         c = anthropic.Anthropic(base_url=engine_url, api_key="sk-test", max_retries=0)
         rest = {k: v for k, v in body.items() if k not in ("model", "messages", "max_tokens", "stream")}
         beta = req.headers.get("anthropic-beta")
@@ -66,10 +64,6 @@ def test_capture_through_sdk_and_wire_core(engine_url, req):
         assert status == 200 and report.complete and not _errors(report.violations), _errors(report.violations)
         return
     if path.endswith("/chat/completions"):
-        import openai
-
-        from conformance.wire.chat import grammar as openai_wire
-
         c = openai.OpenAI(base_url=engine_url + "/v1", api_key="sk-test", max_retries=0)
         rest = {k: v for k, v in body.items() if k not in ("model", "messages", "stream", "stream_options")}
         with c.chat.completions.stream(model=body["model"], messages=body["messages"],
@@ -82,8 +76,6 @@ def test_capture_through_sdk_and_wire_core(engine_url, req):
         assert status == 200 and report.complete and not _errors(report.violations), _errors(report.violations)
         return
     if path.endswith("/responses"):
-        import openai
-
         c = openai.OpenAI(base_url=engine_url + "/v1", api_key="sk-test", max_retries=0)
         rest = {k: v for k, v in body.items() if k not in ("model", "input", "stream")}
         with c.responses.stream(model=body["model"], input=body["input"], extra_body=rest) as s:

@@ -10,7 +10,14 @@ import time
 import httpx
 import pytest
 
-from conformance.engine.faults import FAULTS, OUTPUT_CAP_TOKENS, WRONG_MODEL_NAME
+from conformance.checks.exchange import check_exchange
+from conformance.cli import main
+from conformance.core.paths import fixtures_dir
+from conformance.engine.faults import FAULTS, OUTPUT_CAP_TOKENS, WRONG_MODEL_NAME, UnknownFault, validate
+from conformance.engine.launch import spawn_engine
+from conformance.net.transport import Deadlines, send_sync
+from conformance.wire.anthropic import grammar as anthropic_wire
+from conformance.wire.chat import grammar as openai_wire
 
 from .conftest import engine
 from .helpers import CLAUDE_TOOLS, OPENAI_TOOLS, RESPONSES_TOOLS, anthropic_events, post
@@ -33,9 +40,6 @@ O_FORCED = [dict(O_TOOL, tool_choice="required"),
 
 
 def judge(url, path, body, api, deadlines=None):
-    from conformance.checks.exchange import check_exchange
-    from conformance.net.transport import Deadlines, send_sync
-
     headers = {"content-type": "application/json"}
     headers.update({"x-api-key": "k", "anthropic-version": "2023-06-01"} if api == "anthropic"
                    else {"authorization": "Bearer k"})
@@ -163,9 +167,6 @@ def test_tool_choice_ignored_changes_nothing_without_a_forced_choice():
 
 
 def test_error_envelope_wrong():
-    from conformance.wire.anthropic import grammar as anthropic_wire
-    from conformance.wire.chat import grammar as openai_wire
-
     with engine("error-envelope-wrong") as url:
         s, _, c = post(url, "/v1/messages", {"model": "m", "messages": []})
         assert s == 400 and {v.check_id for v in anthropic_wire.check_error(s, b"".join(c))} == {"anthropic.error.envelope"}
@@ -239,8 +240,6 @@ def test_advertised_context_wrong():
 
 
 def test_buffered_stream():
-    from conformance.net.transport import send_sync
-
     def spread(url):
         raw = send_sync("POST", url + "/v1/messages", headers={"content-type": "application/json"},
                         body=json.dumps(dict(A_TEXT, messages=[{"role": "user", "content": "count from 1 to 60"}])).encode())
@@ -257,8 +256,6 @@ def test_buffered_stream():
 
 @pytest.mark.parametrize("fault", ["hang", "hang-with-pings"])
 def test_hang_faults_caught_by_total_deadline(fault):
-    from conformance.net.transport import Deadlines
-
     with engine(fault) as url:
         t0 = time.monotonic()
         v = judge(url, "/v1/messages", A_TEXT, "anthropic", Deadlines(connect=2, first_content=30, total=1.5))
@@ -283,8 +280,6 @@ def _burst_until_dead(url, body, dead, attempts=4):
 
 
 def test_crash_under_concurrency_kills_the_process():
-    from conformance.engine.launch import spawn_engine
-
     body = json.dumps(dict(A_TEXT, stream=False)).encode()
     with spawn_engine("--fault", "crash-under-concurrency") as eng:
         assert httpx.post(eng.url + "/v1/messages", content=body, timeout=10).status_code == 200  # fine alone
@@ -318,8 +313,6 @@ def test_every_fault_has_a_test():
 
 
 def test_every_engine_row_of_the_fault_table_is_a_fault():
-    from conformance.core.paths import fixtures_dir
-
     table = json.loads((fixtures_dir() / "faults.json").read_text())
     # FAULTS.md's rows, and the found rows (seen on a real stack, not in FAULTS.md: tool-choice-ignored)
     engine_rows = {r["fault"] for r in table["rows"] + table.get("found", []) if "engine" in r["modes"]}
@@ -327,16 +320,12 @@ def test_every_engine_row_of_the_fault_table_is_a_fault():
 
 
 def test_faults_cli_lists_every_fault(capsys):
-    from conformance.cli import main
-
     assert main(["faults"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert [ln.split()[0] for ln in lines] == list(FAULTS)
 
 
 def test_unknown_fault_is_refused():
-    from conformance.engine.faults import UnknownFault, validate
-
     with pytest.raises(UnknownFault, match="conformance faults"):
         validate(["no-such-fault"])
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 import copy
 import json
 
+import openai
 import pytest
 
 from conformance.capture.format import load_capture
 from conformance.core.paths import captured_dir
 
+from .conftest import engine
 from .helpers import post, sse_events
 
 CODEX = captured_dir() / "codex" / "0.171.0"
@@ -159,8 +161,6 @@ def test_namespaced_tool_call_keeps_name_and_namespace(engine_url):
 @pytest.mark.parametrize("case", ["plain", "exec-loop", "apply-patch-loop", "multi-turn-reasoning", "namespace-call",
                                   "no-web-search"])
 def test_codex_corpus_through_the_sdk_non_stream(engine_url, case):
-    import openai
-
     client = openai.OpenAI(base_url=engine_url + "/v1", api_key="sk-test", max_retries=0)
     for body in codex_bodies(case):
         rest = {k: v for k, v in body.items() if k not in ("model", "input", "stream")}
@@ -181,8 +181,6 @@ def test_stream_and_non_stream_agree(engine_url):
 
 
 def test_a_forced_freeform_call_said_in_words_under_tool_choice_ignored():
-    from .conftest import engine
-
     body = codex_bodies("apply-patch-loop")[1]
     body["tool_choice"] = "required"
     with engine("tool-choice-ignored") as url:

@@ -12,10 +12,16 @@ from __future__ import annotations
 import json
 import random
 
+import anthropic
+import jsonschema
+import openai
 import pytest
 
 from conformance.core.paths import fixtures_dir
+from conformance.wire.anthropic import grammar as anthropic_wire
+from conformance.wire.chat import grammar as openai_wire
 
+from .conftest import engine
 from .helpers import (
     CLAUDE_TOOLS,
     OPENAI_TOOLS,
@@ -25,6 +31,7 @@ from .helpers import (
     post,
     seed_scenario,
 )
+from .test_faults import A_TEXT, A_TOOL, O_TEXT, O_TOOL, judge
 
 SCENARIOS = sorted(p for p in (fixtures_dir() / "scenarios").glob("*.json") if not p.name.endswith(".schema.json"))
 
@@ -34,8 +41,6 @@ def _doc(path):
 
 
 def test_scenario_files_valid_against_schema():
-    import jsonschema
-
     schema = json.loads((fixtures_dir() / "scenarios" / "scenario.schema.json").read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
     ids = set()
@@ -50,9 +55,6 @@ def test_scenario_files_valid_against_schema():
 
 def _wire_core_passes(url, api, body):
     """The same turn, sent raw, passes the wire core's stream checks."""
-    from conformance.wire.anthropic import grammar as anthropic_wire
-    from conformance.wire.chat import grammar as openai_wire
-
     path = "/v1/messages" if api == "anthropic" else "/v1/chat/completions"
     status, _, chunks = post(url, path, body)
     report = (anthropic_wire if api == "anthropic" else openai_wire).check_stream(chunks, request=body)
@@ -61,8 +63,6 @@ def _wire_core_passes(url, api, body):
 
 
 def _loop_anthropic(url, doc, root):
-    import anthropic
-
     client = anthropic.Anthropic(base_url=url, api_key="sk-test", max_retries=0)
     system = [{"type": "text", "text": "You are a coding agent. x-salt-8841", "cache_control": {"type": "ephemeral"}},
               {"type": "text", "text": f"# Environment\n - Primary working directory: {root}\n"}]
@@ -101,8 +101,6 @@ def _loop_anthropic(url, doc, root):
 
 
 def _loop_openai(url, doc, root):
-    import openai
-
     client = openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0)
     messages = [{"role": "system", "content": f"You are opencode.\n<env>\n  Working directory: {root}\n</env>"},
                 {"role": "user", "content": f'"{doc["prompt"]}"'}]  # opencode wraps it in literal quotes
@@ -142,8 +140,6 @@ MCP_NAMESPACES = {"files": {"type": "namespace", "name": "mcp__files", "descript
 
 
 def _loop_responses(url, doc, root):
-    import openai
-
     client = openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0)
     items = [{"role": "user", "content": [{"type": "input_text", "text": doc["prompt"]}]}]
     sandbox = Sandbox(root, "opencode")
@@ -189,8 +185,6 @@ def test_scenario_completes_through_sdk(engine_url, tmp_path, path, wire):
 
 def test_canned_second_turn_fails(engine_url, tmp_path):
     """The answer follows the tool result's content: two different seeds give two different sums."""
-    import anthropic
-
     client = anthropic.Anthropic(base_url=engine_url, api_key="sk-test", max_retries=0)
     prompt = "Read the file numbers.txt, add up all the integers, write the sum to sum.txt. [task:sum-numbers]"
     sums = []
@@ -206,8 +200,6 @@ def test_canned_second_turn_fails(engine_url, tmp_path):
 
 def test_title_request_without_tools_gets_text(engine_url):
     """opencode's title request repeats the task but offers no tools: the engine answers in text."""
-    import openai
-
     client = openai.OpenAI(base_url=engine_url + "/v1", api_key="x", max_retries=0)
     r = client.chat.completions.create(model="m", messages=[
         {"role": "system", "content": "You are a title generator."},
@@ -227,10 +219,6 @@ def test_title_request_without_tools_gets_text(engine_url):
 def test_the_conformant_engine_honours_a_forced_choice_over_the_scenario(api, path, choice, want):
     """The reference engine is conformant: tools.choice_honoured passes whatever the scenario
     would have played (found when the check was added: a named choice got the scenario's call)."""
-    from .conftest import engine
-    from .helpers import CLAUDE_TOOLS, OPENAI_TOOLS
-    from .test_faults import A_TEXT, A_TOOL, O_TEXT, O_TOOL, judge
-
     if want is None:
         body = dict(A_TEXT, tools=CLAUDE_TOOLS) if api == "anthropic" else dict(O_TEXT, tools=OPENAI_TOOLS)
     else:

@@ -8,13 +8,20 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import zlib
+from pathlib import Path
 
+import anthropic
 import httpx
+import openai
 import pytest
 
 from conformance.engine import variations as V
 from conformance.engine.launch import serve_engine_in_thread
+from conformance.plugin import SUITE_DIR
+from conformance.wire.anthropic import grammar as anthropic_grammar
+from conformance.wire.chat import grammar as chat_grammar
 
 from .helpers import CLAUDE_TOOLS, OPENAI_TOOLS, RESPONSES_TOOLS, sse_events
 
@@ -45,10 +52,7 @@ def _raw(url: str, wire: str, body: dict) -> tuple[dict, bytes, int]:
 
 def _accumulate(wire: str, data: bytes, body: dict):
     """The wire core's verdict on the stream: (message, error texts)."""
-    if wire == V.ANTHROPIC:
-        from conformance.wire.anthropic import grammar as judge
-    else:
-        from conformance.wire.chat import grammar as judge
+    judge = anthropic_grammar if wire == V.ANTHROPIC else chat_grammar
     report = judge.check_stream([data], request=body)
     return report.message, [str(v) for v in report.violations if v.severity == "error"]
 
@@ -243,8 +247,6 @@ def test_content_variations_openai():
 
 
 def test_instant_is_one_burst_and_slow_waits_with_pings():
-    import time
-
     with serve_engine_in_thread(variations=["instant"]) as url:
         t0 = time.monotonic()
         _, data, reads = _raw(url, V.ANTHROPIC, ANTHROPIC_BODY)
@@ -258,10 +260,6 @@ def test_instant_is_one_burst_and_slow_waits_with_pings():
 
 
 def test_conformance_run_passes_variations_to_the_embedded_engine(tmp_path):
-    from pathlib import Path
-
-    from conformance.plugin import SUITE_DIR
-
     small = Path(__file__).resolve().parents[1] / "suite" / "small"
     run = [sys.executable, "-m", "conformance.cli", "run"]
     p = subprocess.run([*run, "--variation", "instant", "--variation", "crlf", f"--conformance-captures={small}",
@@ -279,9 +277,6 @@ def test_conformance_run_passes_variations_to_the_embedded_engine(tmp_path):
 # ---- through the official SDKs (what the real clients are built on)
 
 def _sdk_answers(url: str) -> dict:
-    import anthropic
-    import openai
-
     out = {}
     a = anthropic.Anthropic(base_url=url, api_key="sk-test", max_retries=0)
     body = {k: v for k, v in ANTHROPIC_TOOL_BODY.items() if k != "stream"}

@@ -4,6 +4,7 @@ content arrives at the decode rate; the defaults keep today's pace; bad rates ex
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -18,8 +19,6 @@ PROMPT = "hello there " * 100  # about 400 engine tokens
 
 def _timed_stream(url: str) -> tuple[float, float, int, int]:
     """(first content s, end s, prompt tokens, output tokens) of one streamed answer."""
-    import json
-
     body = {"model": "m", "max_tokens": 300, "stream": True, "messages": [{"role": "user", "content": PROMPT}]}
     t0 = time.monotonic()
     first = None

@@ -11,7 +11,11 @@ import time
 import httpx
 import pytest
 
-from .helpers import CLAUDE_TOOLS, OPENAI_TOOLS, anthropic_events, post
+from conformance.wire.anthropic import grammar as anthropic_wire
+from conformance.wire.chat import grammar as openai_wire
+
+from .conftest import engine
+from .helpers import CLAUDE_TOOLS, OPENAI_TOOLS, RESPONSES_TOOLS, anthropic_events, post, sse_events
 
 CLAUDE_PROMPT = "Create a file named hello.txt whose only content is the text: hello conformance [task:write-static]"
 
@@ -52,8 +56,6 @@ REQUESTS = {
 
 @pytest.mark.parametrize("name", sorted(REQUESTS))
 def test_anthropic_stream_passes_wire_core(engine_url, name):
-    from conformance.wire.anthropic import grammar as anthropic_wire
-
     body = REQUESTS[name]
     status, headers, chunks = post(engine_url, "/v1/messages?beta=true", body)
     assert status == 200 and headers["content-type"].startswith("text/event-stream")
@@ -70,8 +72,6 @@ def test_anthropic_stream_passes_wire_core(engine_url, name):
 
 @pytest.mark.parametrize("name", ["tool-call", "plain", "stop", "length", "reasoning"])
 def test_openai_stream_passes_wire_core(engine_url, name):
-    from conformance.wire.chat import grammar as openai_wire
-
     body = {"tool-call": _o_body(), "plain": _o_body(tools=None),
             "stop": _o_body(messages=[{"role": "user", "content": "hello"}], stop=["five"]),
             "length": _o_body(messages=[{"role": "user", "content": "a long answer"}], max_tokens=30),
@@ -149,8 +149,6 @@ def test_count_tokens_matches_usage(engine_url):
 
 
 def test_thinking_without_signature_refused(engine_url):
-    from conformance.wire.anthropic import grammar as anthropic_wire
-
     msgs = [{"role": "user", "content": "hi"},
             {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "x"}]},
             {"role": "user", "content": "again"}]
@@ -167,8 +165,6 @@ def test_thinking_without_signature_refused(engine_url):
     ({"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": [{"type": "bogus"}]}]}, "bogus"),
 ])
 def test_anthropic_invalid_requests(engine_url, body, needle):
-    from conformance.wire.anthropic import grammar as anthropic_wire
-
     status, _, chunks = post(engine_url, "/v1/messages", body)
     data = b"".join(chunks)
     assert status == 400 and needle.encode() in data and not anthropic_wire.check_error(status, data)
@@ -176,8 +172,6 @@ def test_anthropic_invalid_requests(engine_url, body, needle):
 
 
 def test_openai_strictness_follows_vllm(engine_url):
-    from conformance.wire.chat import grammar as openai_wire
-
     base = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
     for effort in ("none", "minimal", "low", "medium", "high", "xhigh", "max"):
         assert post(engine_url, "/v1/chat/completions", dict(base, reasoning_effort=effort))[0] == 200
@@ -190,8 +184,6 @@ def test_openai_strictness_follows_vllm(engine_url):
 
 
 def test_over_limit_refused_fast():
-    from .conftest import engine
-
     with engine(max_context=2000) as url:
         t0 = time.monotonic()
         status, _, chunks = post(url, "/v1/messages", {"model": "m", "max_tokens": 10, "messages": [
@@ -225,9 +217,6 @@ def test_received_log_redacts_secrets(engine_url):
 
 
 def test_robustness_bad_bodies_do_not_kill_the_server(engine_url):
-    from conformance.wire.anthropic import grammar as anthropic_wire
-    from conformance.wire.chat import grammar as openai_wire
-
     s, _, c = post(engine_url, "/v1/messages", None, raw=b'{"model": "m", "max_tok')
     assert s == 400 and not anthropic_wire.check_error(s, b"".join(c))
     s, _, c = post(engine_url, "/v1/chat/completions", None, raw=b"[1,2")
@@ -254,8 +243,6 @@ def test_robustness_bad_bodies_do_not_kill_the_server(engine_url):
 
 
 def test_responses_stream_grammar(engine_url):
-    from .helpers import RESPONSES_TOOLS, sse_events
-
     body = {"model": "m", "stream": True, "input": "Read the files left.txt and right.txt [task:parallel-reads]",
             "tools": RESPONSES_TOOLS, "reasoning": {"effort": "high"}}
     status, _, chunks = post(engine_url, "/v1/responses", body)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from conformance.wire import ANTHROPIC, CHAT, RESPONSES
-from conformance.wire.anthropic import grammar as anthropic
-from conformance.wire.chat import grammar as openai
+from conformance.wire.anthropic import rules as anthropic
+from conformance.wire.chat import rules as openai
 from conformance.wire.dialect import DIALECTS, dialect
 
 

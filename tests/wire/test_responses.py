@@ -1,4 +1,4 @@
-"""The Responses wire judge (conformance/wire/responses.py): valid streams pass — the reference
+"""The Responses wire judge (conformance/wire/responses/): valid streams pass — the reference
 engine's and hand-built ones of every item kind —, each mutation is caught by its check id, any
 split of the bytes gives the same verdict, and nothing a target sends makes the judge raise."""
 
@@ -13,8 +13,11 @@ import responses_streams as rs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conformance.cli import main
+from conformance.engine.launch import serve_engine_in_thread
 from conformance.wire import RESPONSES
 from conformance.wire.responses import grammar as responses
+from conformance.wire.responses import rules
 
 VALID = rs.valid_streams()
 
@@ -42,7 +45,7 @@ def test_valid_hand_built_streams_pass(name):
 
 def test_unknown_events_are_noted_not_failed():
     report = responses.check_stream(_raw("unknown-events-and-fields"))
-    assert [v.check_id for v in report.violations] == [responses.UNKNOWN]
+    assert [v.check_id for v in report.violations] == [rules.UNKNOWN]
     assert report.violations[0].severity == "info"
 
 
@@ -61,7 +64,7 @@ def test_a_done_sentinel_and_null_optional_fields_are_tolerated():
     raw = rs.encode(events) + b"data: [DONE]\n\n"
     report = responses.check_stream(raw, request=VALID[name][1])
     assert _errors(report) == [], [v.message for v in report.violations]
-    assert [(v.check_id, v.severity) for v in report.violations] == [(responses.SCHEMA, "warning")]
+    assert [(v.check_id, v.severity) for v in report.violations] == [(rules.SCHEMA, "warning")]
     assert "[DONE]" in report.violations[0].message
 
 
@@ -78,8 +81,6 @@ ENGINE_REQUESTS = {
 
 @pytest.fixture(scope="module")
 def engine_bodies():
-    from conformance.engine.launch import serve_engine_in_thread
-
     out = {}
     with serve_engine_in_thread() as url:
         for name, extra in ENGINE_REQUESTS.items():
@@ -111,8 +112,8 @@ def test_reference_engine_streams_and_responses_pass(engine_bodies, name):
 def test_reference_engine_error_envelope_passes(engine_bodies):
     _, status, raw = engine_bodies["error"]
     assert status == 400 and responses.check_error(status, raw) == []
-    assert [v.check_id for v in responses.check_error(400, b"<html>oops</html>")] == [responses.ENVELOPE]
-    assert [v.check_id for v in responses.check_error(200, raw)] == [responses.ENVELOPE]
+    assert [v.check_id for v in responses.check_error(400, b"<html>oops</html>")] == [rules.ENVELOPE]
+    assert [v.check_id for v in responses.check_error(200, raw)] == [rules.ENVELOPE]
 
 
 def test_dialect_reads_the_engine_answers(engine_bodies):
@@ -263,28 +264,28 @@ def _text_part_index_gap(evs):
 
 
 MUTATIONS = {
-    "drop-terminal": (_drop_terminal, responses.TERMINAL),
-    "skip-a-sequence-number": (_skip_sequence_number, responses.SEQUENCE),
-    "alter-done-arguments": (_alter_done_text, responses.DONE_TEXT),
-    "alter-done-summary": (_alter_summary_done, responses.DONE_TEXT),
-    "duplicate-output-index": (_duplicate_output_index, responses.INDEX),
-    "delta-for-unknown-item": (_delta_for_unknown_item, responses.ITEM_OPEN),
-    "delta-after-item-done": (_delta_after_item_done, responses.ITEM_OPEN),
-    "item-never-done": (_item_never_done, responses.ITEM_OPEN),
-    "event-before-created": (_event_before_created, responses.GRAMMAR),
-    "event-after-terminal": (_event_after_terminal, responses.GRAMMAR),
-    "response-identity-changed": (_identity_changed, responses.GRAMMAR),
-    "text-delta-on-a-function-call": (_message_delta_on_call, responses.GRAMMAR),
-    "final-output-differs": (_final_output_differs, responses.OUTPUT),
-    "final-output-empty": (_final_output_empty, responses.OUTPUT),
-    "status-contradicts-event": (_status_contradicts_event, responses.STATUS),
-    "usage-inconsistent": (_usage_inconsistent, responses.USAGE),
-    "usage-fields-missing": (_usage_fields_missing, responses.SCHEMA),
-    "call-without-call-id": (_call_without_call_id, responses.SCHEMA),
-    "not-json": (_not_json, responses.SCHEMA),
-    "response-failed": (_failed, responses.FAILED),
-    "error-event": (_error_event, responses.FAILED),
-    "message-part-index-gap": (_text_part_index_gap, responses.INDEX),
+    "drop-terminal": (_drop_terminal, rules.TERMINAL),
+    "skip-a-sequence-number": (_skip_sequence_number, rules.SEQUENCE),
+    "alter-done-arguments": (_alter_done_text, rules.DONE_TEXT),
+    "alter-done-summary": (_alter_summary_done, rules.DONE_TEXT),
+    "duplicate-output-index": (_duplicate_output_index, rules.INDEX),
+    "delta-for-unknown-item": (_delta_for_unknown_item, rules.ITEM_OPEN),
+    "delta-after-item-done": (_delta_after_item_done, rules.ITEM_OPEN),
+    "item-never-done": (_item_never_done, rules.ITEM_OPEN),
+    "event-before-created": (_event_before_created, rules.GRAMMAR),
+    "event-after-terminal": (_event_after_terminal, rules.GRAMMAR),
+    "response-identity-changed": (_identity_changed, rules.GRAMMAR),
+    "text-delta-on-a-function-call": (_message_delta_on_call, rules.GRAMMAR),
+    "final-output-differs": (_final_output_differs, rules.OUTPUT),
+    "final-output-empty": (_final_output_empty, rules.OUTPUT),
+    "status-contradicts-event": (_status_contradicts_event, rules.STATUS),
+    "usage-inconsistent": (_usage_inconsistent, rules.USAGE),
+    "usage-fields-missing": (_usage_fields_missing, rules.SCHEMA),
+    "call-without-call-id": (_call_without_call_id, rules.SCHEMA),
+    "not-json": (_not_json, rules.SCHEMA),
+    "response-failed": (_failed, rules.FAILED),
+    "error-event": (_error_event, rules.FAILED),
+    "message-part-index-gap": (_text_part_index_gap, rules.INDEX),
 }
 
 
@@ -301,14 +302,14 @@ def test_a_sequence_gap_is_one_violation_with_the_count():
     evs = _events()
     raw = rs.encode(evs[:4]) + rs.encode(evs[4:], start=6)
     found = [v for v in responses.check_stream(raw).violations]
-    assert [v.check_id for v in found] == [responses.SEQUENCE]
+    assert [v.check_id for v in found] == [rules.SEQUENCE]
     assert "2 event(s) missing" in found[0].message and found[0].where.event_index == 5  # events count from 1
 
 
 @pytest.mark.parametrize("mutation, check_id", [
-    ("output-index-gap", responses.INDEX), ("no-sequence-numbers", responses.SEQUENCE),
-    ("reasoning-delta-without-part", responses.ITEM_OPEN), ("done-without-deltas", responses.DONE_TEXT),
-    ("incomplete-without-reason", responses.STATUS), ("no-usage", responses.USAGE),
+    ("output-index-gap", rules.INDEX), ("no-sequence-numbers", rules.SEQUENCE),
+    ("reasoning-delta-without-part", rules.ITEM_OPEN), ("done-without-deltas", rules.DONE_TEXT),
+    ("incomplete-without-reason", rules.STATUS), ("no-usage", rules.USAGE),
 ])
 def test_what_clients_tolerate_is_a_warning(mutation, check_id):
     evs = _events()
@@ -339,7 +340,7 @@ def test_a_cut_stream_keeps_what_was_streamed():
     evs = _events("text")
     cut = evs[:_find(evs, "response.output_text.done")]
     report = responses.check_stream(rs.encode(cut))
-    assert _errors(report) == [responses.TERMINAL] and not report.complete
+    assert _errors(report) == [rules.TERMINAL] and not report.complete
     assert RESPONSES.text(report.message) == "Hello there, friend."
 
 
@@ -357,10 +358,10 @@ def test_non_stream_response_rules():
     message, found = responses.check_response(json.dumps(ok).encode())
     assert found == [] and RESPONSES.text(message) == "Hello there, friend."
     bad = dict(ok, usage=dict(ok["usage"], total_tokens=1))
-    assert [v.check_id for v in responses.check_response(json.dumps(bad))[1]] == [responses.RESPONSE_USAGE]
-    assert [v.check_id for v in responses.check_response(b"<html>")[1]] == [responses.RESPONSE_SCHEMA]
+    assert [v.check_id for v in responses.check_response(json.dumps(bad))[1]] == [rules.RESPONSE_USAGE]
+    assert [v.check_id for v in responses.check_response(b"<html>")[1]] == [rules.RESPONSE_SCHEMA]
     no_id = {k: v for k, v in ok.items() if k != "id"}
-    assert responses.RESPONSE_SCHEMA in {v.check_id for v in responses.check_response(json.dumps(no_id))[1]}
+    assert rules.RESPONSE_SCHEMA in {v.check_id for v in responses.check_response(json.dumps(no_id))[1]}
 
 
 def test_content_started():
@@ -432,8 +433,6 @@ def test_arbitrary_bytes_never_raise(raw):
 
 # ----------------------------------------------------------------------------- check-stream
 def test_check_stream_judges_saved_responses_bodies(tmp_path, capsys):
-    from conformance.cli import main
-
     good, cut = tmp_path / "good.sse", tmp_path / "cut.sse"
     good.write_bytes(_raw("apply-patch-freeform"))
     cut.write_bytes(rs.encode(_events()[:-1]))
@@ -442,11 +441,11 @@ def test_check_stream_judges_saved_responses_bodies(tmp_path, capsys):
     assert main(["check-stream", str(cut), "--protocol", "responses", "--json"]) == 1
     verdict = json.loads(capsys.readouterr().out)
     assert verdict["protocol"] == "responses" and not verdict["complete"]
-    assert [v["check_id"] for v in verdict["violations"]] == [responses.TERMINAL]
+    assert [v["check_id"] for v in verdict["violations"]] == [rules.TERMINAL]
     body = tmp_path / "response.json"
     body.write_text(json.dumps(VALID["text"][0][-1]["response"]))
     assert main(["check-stream", str(body), "--protocol", "responses"]) == 0
     err = tmp_path / "error.json"
     err.write_text('{"detail": "nope"}')
     assert main(["check-stream", str(err), "--protocol", "responses", "--status", "400"]) == 1
-    assert responses.ENVELOPE in capsys.readouterr().out
+    assert rules.ENVELOPE in capsys.readouterr().out

@@ -14,6 +14,7 @@ from conformance.checks import tools
 from conformance.net.client import salted
 from conformance.wire import RESPONSES
 from conformance.wire.dialect import DIALECTS, dialect, dialect_for_path, is_generation_path
+from conformance.wire.responses import rules as responses_rules
 
 PATCH_GRAMMAR = 'start: begin_patch hunk+ end_patch\nbegin_patch: "*** Begin Patch" LF\nend_patch: "*** End Patch" LF?\n'
 REQUEST = {
@@ -158,6 +159,4 @@ def test_unoffered_and_malformed_calls():
 
 
 def test_cut_vocabulary_is_the_wire_modules_own():
-    from conformance.wire.responses import grammar as responses
-
-    assert RESPONSES.stops.cut == responses.CUT_REASONS and RESPONSES.stops.caps <= RESPONSES.stops.cut
+    assert RESPONSES.stops.cut == responses_rules.CUT_REASONS and RESPONSES.stops.caps <= RESPONSES.stops.cut

@@ -17,12 +17,13 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
+import openai
 import pytest
 import responses_streams as rs
 
+from conformance.engine.launch import serve_engine_in_thread
 from conformance.wire.responses import grammar as responses
-
-openai = pytest.importorskip("openai")
+from conformance.wire.responses import rules
 
 VALID = rs.valid_streams()
 
@@ -122,8 +123,6 @@ ENGINE_REQUESTS = {
 
 
 def test_the_sdk_accepts_the_reference_engine_streams(served):
-    from conformance.engine.launch import serve_engine_in_thread
-
     with serve_engine_in_thread() as url:
         for name, extra in ENGINE_REQUESTS.items():
             raw = httpx.post(url + "/v1/responses", json={"model": "m", "stream": True, **extra}, timeout=30).content
@@ -164,8 +163,8 @@ def _identity(evs):
 
 
 @pytest.mark.parametrize("mutate, check_id", [
-    (_before_item, responses.ITEM_OPEN), (_duplicate_index, responses.INDEX), (_unfinished, responses.ITEM_OPEN),
-    (_identity, responses.GRAMMAR),
+    (_before_item, rules.ITEM_OPEN), (_duplicate_index, rules.INDEX), (_unfinished, rules.ITEM_OPEN),
+    (_identity, rules.GRAMMAR),
 ], ids=["content-before-item", "duplicate-output-index", "unfinished-item", "response-identity-changed"])
 def test_what_the_sdk_rejects_is_an_error_of_ours(served, mutate, check_id):
     raw = rs.encode(mutate(_events()))

@@ -16,6 +16,7 @@ from wire_helpers import body, index
 
 from conformance.checks import tools
 from conformance.checks.exchange import check_exchange
+from conformance.core.registry import get
 from conformance.net.transport import RawExchange
 from conformance.wire import CHAT
 from conformance.wire.anthropic import grammar as anthropic
@@ -226,7 +227,5 @@ def test_a_cut_turn_does_not_excuse_an_unoffered_tool():
 
 
 def test_call_cut_is_registered_as_a_warning():
-    from conformance.core.registry import get
-
     spec = get(tools.CALL_CUT)
     assert spec.severity == "warning" and "max_tokens" in spec.likely_cause

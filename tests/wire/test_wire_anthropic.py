@@ -8,10 +8,12 @@ import make_stream_fixtures as mk
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from wire_helpers import fixture_id, fixtures, sse_event
+from wire_helpers import body, fixture_id, fixtures, judge, sse_event
 
 from conformance.wire.anthropic import grammar as anthropic
-from conformance.wire.anthropic.grammar import RULES, TRANSITIONS, StreamMachine
+from conformance.wire.anthropic.rules import ERROR_STATUS, RULES, TRANSITIONS
+from conformance.wire.anthropic.stream import StreamMachine
+from conformance.wire.base import StreamReport
 from conformance.wire.sse import SSEEvent
 
 
@@ -19,7 +21,7 @@ def errors(report) -> set[str]:
     return {v.check_id for v in report.violations if v.is_error}
 
 
-def check(events: list[dict]) -> anthropic.StreamReport:
+def check(events: list[dict]) -> StreamReport:
     return anthropic.check_stream(mk.sse(events))
 
 
@@ -76,8 +78,6 @@ def test_every_state_event_pair_follows_the_table(state, kind):
 # ----------------------------------------------------------------------------- valid streams
 @pytest.mark.parametrize("f", fixtures(valid=True, protocol="anthropic"), ids=fixture_id)
 def test_valid_fixture_accumulates_a_full_message(f):
-    from wire_helpers import judge
-
     violations, report = judge(f)
     assert not [v for v in violations if v.is_error], violations
     assert report.complete
@@ -297,8 +297,6 @@ VALID = fixtures(valid=True, protocol="anthropic", kind="stream")
 @settings(max_examples=80, deadline=None)
 @given(st.sampled_from(VALID), st.data())
 def test_any_chunking_of_a_valid_stream_gives_the_same_events_and_verdict(f, data):
-    from wire_helpers import body
-
     raw = body(f)
     cuts = sorted(data.draw(st.lists(st.integers(0, len(raw)), max_size=30)))
     chunks, prev = [], 0
@@ -334,7 +332,7 @@ def test_non_stream_response_valid_and_required_fields():
     assert [v.check_id for v in vs] == ["anthropic.response.json"]
 
 
-@pytest.mark.parametrize("etype,status", sorted(anthropic.ERROR_STATUS.items()))
+@pytest.mark.parametrize("etype,status", sorted(ERROR_STATUS.items()))
 def test_error_envelope_each_type_with_its_status(etype, status):
     body = json.dumps({"type": "error", "error": {"type": etype, "message": "m"}}).encode()
     assert anthropic.check_error(status, body) == []

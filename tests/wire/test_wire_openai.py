@@ -8,10 +8,12 @@ import make_stream_fixtures as mk
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from wire_helpers import body, fixture_id, fixtures, judge
+from wire_helpers import body, fixture_id, fixtures, judge, request
 
+from conformance.wire.base import StreamReport
 from conformance.wire.chat import grammar as openai
-from conformance.wire.chat.grammar import RULES, TRANSITIONS, StreamMachine
+from conformance.wire.chat.rules import KINDS, RULES, TRANSITIONS
+from conformance.wire.chat.stream import StreamMachine
 from conformance.wire.sse import SSEEvent
 
 REQ = mk.REQ_AUTO
@@ -21,7 +23,7 @@ def errors(report) -> set[str]:
     return {v.check_id for v in report.violations if v.is_error}
 
 
-def check(items: list, request=REQ) -> openai.StreamReport:
+def check(items: list, request=REQ) -> StreamReport:
     return openai.check_stream(mk.o_sse(items), request=request)
 
 
@@ -50,6 +52,10 @@ def _feed(m: StreamMachine, kinds: list[str]) -> None:
         item = SAMPLE[kind]
         data = item if isinstance(item, str) else json.dumps(item)
         m.feed(SSEEvent(None, data, None, None, i * 10, None, i))
+
+
+def test_the_samples_cover_every_kind_of_event():
+    assert set(SAMPLE) == set(KINDS)
 
 
 @pytest.mark.parametrize("state", list(REACH))
@@ -216,8 +222,6 @@ VALID = fixtures(valid=True, protocol="openai", kind="stream")
 @settings(max_examples=60, deadline=None)
 @given(st.sampled_from(VALID), st.data())
 def test_any_chunking_of_a_valid_stream_gives_the_same_verdict(f, data):
-    from wire_helpers import request
-
     raw = body(f)
     cuts = sorted(data.draw(st.lists(st.integers(0, len(raw)), max_size=30)))
     chunks, prev = [], 0

@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
+import copy
+import decimal
 import json
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
+from wire_helpers import body, fixtures
 
+from conformance.wire.anthropic import rules as anthropic_rules
 from conformance.wire.base import (
     check_for_pointer,
     compiled_validator,
+    load_json,
     schema_names,
     schema_path,
     schema_problems,
     schema_validator,
 )
+from conformance.wire.sse import decode
 
 SCHEMAS = schema_names()
 
@@ -30,9 +36,7 @@ def test_schema_is_valid_2020_12_and_compiled_once(name):
 
 
 def test_every_protocol_event_has_a_schema():
-    from conformance.wire.anthropic.grammar import EVENTS
-
-    assert {f"anthropic.{e}" for e in EVENTS} <= set(SCHEMAS)
+    assert {f"anthropic.{e}" for e in anthropic_rules.EVENTS} <= set(SCHEMAS)
     assert {"anthropic.message", "openai.chunk", "openai.chat_completion", "openai.error"} <= set(SCHEMAS)
 
 
@@ -49,10 +53,6 @@ def test_pointer_table_matches_array_positions():
 
 # ----------------------------------------------------------------------------- the validity memo
 def _events():
-    from wire_helpers import body, fixtures
-
-    from conformance.wire.sse import decode
-
     out = []
     for f in fixtures(kind="stream"):
         for ev in decode(body(f))[0]:
@@ -82,8 +82,6 @@ def _paths(value, prefix=()):
 
 
 def _mutate(data, path, op, odd):
-    import copy
-
     data = copy.deepcopy(data)
     if not path:
         return data
@@ -158,8 +156,6 @@ def test_predicates_agree_with_jsonschema_on_arbitrary_json(name, value):
 
 
 def test_predicate_is_conservative_beyond_json_types():
-    import decimal
-
     # jsonschema checks `minimum` on any number; a type the compiler does not know answers False
     # (the full validator decides), never a wrong True
     event = {"type": "content_block_stop", "index": decimal.Decimal(-1)}
@@ -184,8 +180,6 @@ _JSON_TEXT = st.one_of(
 @settings(max_examples=500, deadline=None)
 @given(_JSON_TEXT)
 def test_load_json_gives_what_json_loads_gives(text):
-    from conformance.wire.base import load_json
-
     value, err = load_json(text)
     try:
         want, want_err = json.loads(text), None

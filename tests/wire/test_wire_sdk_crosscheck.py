@@ -14,20 +14,20 @@ from __future__ import annotations
 
 import json
 
+import make_stream_fixtures as mk
+import openai
 import pytest
+from anthropic._streaming import SSEDecoder  # any WHATWG decoder: the openai SDK's is the same code
+from anthropic.lib.streaming._messages import accumulate_event
+from openai.lib.streaming.chat import ChatCompletionStreamState
+from openai.types.chat import ChatCompletionChunk
 from wire_helpers import body, fixture_id, fixtures, request
 
 from conformance.wire.anthropic import grammar as ours_anthropic
 from conformance.wire.chat import grammar as ours_openai
 
-anthropic_sdk = pytest.importorskip("anthropic")  # the `test` extra installs both SDKs
-openai_sdk = pytest.importorskip("openai")
-
 
 def sdk_anthropic_message(raw: bytes) -> dict:
-    from anthropic._streaming import SSEDecoder
-    from anthropic.lib.streaming._messages import accumulate_event
-
     snapshot, bufs = None, {}
     for sse in SSEDecoder().iter_bytes(iter([raw])):
         # MessageStream accumulates exactly these event names (anthropic/_streaming.py)
@@ -65,10 +65,6 @@ def test_anthropic_sdk_accumulates_the_same_message(f):
 
 
 def sdk_openai_message(raw: bytes, req: dict | None) -> dict:
-    from anthropic._streaming import SSEDecoder  # any WHATWG decoder; the openai one is the same code
-    from openai.lib.streaming.chat import ChatCompletionStreamState
-    from openai.types.chat import ChatCompletionChunk
-
     state = ChatCompletionStreamState()
     for sse in SSEDecoder().iter_bytes(iter([raw])):
         if sse.data.startswith("[DONE]"):
@@ -79,7 +75,7 @@ def sdk_openai_message(raw: bytes, req: dict | None) -> dict:
         state.handle_chunk(ChatCompletionChunk.construct(**data))
     try:
         done = state.get_final_completion().to_dict()
-    except openai_sdk.LengthFinishReasonError as exc:  # what the SDK hands over for a turn cut by the cap
+    except openai.LengthFinishReasonError as exc:  # what the SDK hands over for a turn cut by the cap
         done = exc.completion.to_dict()
     msg = done["choices"][0]["message"]
     return {
@@ -104,8 +100,6 @@ def test_openai_sdk_accumulates_the_same_message(f):
 
 def test_the_sdk_is_lenient_where_we_are_not():
     """Why the SDK is only an oracle for valid streams: it accepts a missing stop_sequence."""
-    import make_stream_fixtures as mk
-
     evs = mk.a_text_stream()
     del evs[-2]["delta"]["stop_sequence"]
     raw = mk.sse(evs)
@@ -114,8 +108,6 @@ def test_the_sdk_is_lenient_where_we_are_not():
 
 
 def test_the_sdk_loses_the_first_event_after_a_bom_which_is_why_we_warn():
-    from anthropic._streaming import SSEDecoder
-
     [sse] = list(SSEDecoder().iter_bytes(iter([b"\xef\xbb\xbfevent: message_start\ndata: {}\n\n"])))
     assert sse.event is None  # WHATWG strips the BOM; the SDK does not
     [bom] = [f for f in fixtures(valid=True) if "sse.stream.bom" in f["warnings"]]
@@ -124,8 +116,6 @@ def test_the_sdk_loses_the_first_event_after_a_bom_which_is_why_we_warn():
 
 
 def test_the_openai_sdk_concatenates_a_repeated_id_and_name_which_is_why_we_fail_it():
-    import make_stream_fixtures as mk
-
     items = mk.o_tool_stream()
     later = items[2]["choices"][0]["delta"]["tool_calls"][0]
     later["id"], later["function"]["name"] = "call_8f0a1b2c3d4e5f60", "read"

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance.wire.sse import SSEDecoder, decode
+import conformance.wire.sse as sse
+from conformance.wire.sse import SSEDecoder, decode, iter_chunks
 
 STREAM = (
     b"\xef\xbb\xbf: hello comment\n"
@@ -179,8 +182,6 @@ def test_fast_path_gives_what_the_line_by_line_path_gives(data):
 @settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_decoding_a_growing_buffer_again_and_again_gives_fresh_answers(data):
-    import conformance.wire.sse as sse
-
     body = data.draw(streams())
     other = data.draw(streams())
     named = data.draw(st.booleans())
@@ -198,9 +199,7 @@ def test_decoding_a_growing_buffer_again_and_again_gives_fresh_answers(data):
 def test_chunks_without_a_line_end_fed_joined_give_the_same_events_offsets_and_times():
     """iter_chunks joins a run of line-end-free chunks to the chunk that ends it: the events, their
     offsets and the arrival times (of the chunk that completed each) equal a chunk-by-chunk feed."""
-    import random
 
-    from conformance.wire.sse import SSEDecoder, iter_chunks
 
     rng = random.Random(7)
     stream = (b'event: a\ndata: {"x": 1}\n\n' b"event: b\r\ndata: " + b"y" * 300 + b"\r\n\r\n"

@@ -19,6 +19,7 @@ import copy
 from typing import Any
 
 from conformance.wire.anthropic import grammar
+from conformance.wire.anthropic.rules import CUT_STOP_REASONS
 from conformance.wire.dialect import (
     ANTHROPIC_CACHED_INPUT_KEYS,
     Dialect,
@@ -315,7 +316,7 @@ class AnthropicDialect(Dialect):
         return variants
 
 
-# Facts from the API reference (WIRE.md): stop_reason values and the cut ones (grammar.CUT_STOP_REASONS).
+# Facts from the API reference (WIRE.md): stop_reason values and the cut ones (rules.CUT_STOP_REASONS).
 ANTHROPIC = register_dialect(AnthropicDialect(
     name="anthropic",
     grammar=grammar,
@@ -325,7 +326,7 @@ ANTHROPIC = register_dialect(AnthropicDialect(
     default_headers=(("anthropic-version", "2023-06-01"),),
     stops=StopVocabulary(
         field="stop_reason", natural="end_turn", final=("end_turn",), tool=("tool_use",), cap="max_tokens",
-        cut=frozenset(grammar.CUT_STOP_REASONS),
+        cut=frozenset(CUT_STOP_REASONS),
         caps=frozenset({"max_tokens", "model_context_window_exceeded"}),
     ),
     output_tokens_key="output_tokens",

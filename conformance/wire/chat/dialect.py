@@ -16,6 +16,7 @@ import copy
 from typing import Any
 
 from conformance.wire.chat import grammar
+from conformance.wire.chat.rules import CUT_FINISH_REASONS
 from conformance.wire.dialect import (
     Dialect,
     StopVocabulary,
@@ -177,7 +178,7 @@ class ChatDialect(Dialect):
         return [(f"reasoning_effort={effort}", {"reasoning_effort": effort}) for effort in EFFORTS]
 
 
-# Facts from the API reference (WIRE.md): finish_reason values and the cut ones (grammar.CUT_FINISH_REASONS).
+# Facts from the API reference (WIRE.md): finish_reason values and the cut ones (rules.CUT_FINISH_REASONS).
 CHAT = register_dialect(ChatDialect(
     name="openai",
     grammar=grammar,
@@ -187,7 +188,7 @@ CHAT = register_dialect(ChatDialect(
     default_headers=(),
     stops=StopVocabulary(
         field="finish_reason", natural="stop", final=("stop",), tool=("tool_calls",), cap="length",
-        cut=frozenset(grammar.CUT_FINISH_REASONS),
+        cut=frozenset(CUT_FINISH_REASONS),
         caps=frozenset({"length", "content_filter"}),
         forced_tool=("stop",),  # a named tool_choice may finish with stop on this wire (FAULTS.md valid variations)
         to_anthropic={"length": "max_tokens", "stop": "end_turn", "tool_calls": "tool_use",

@@ -213,6 +213,28 @@ class ResponsesDialect(Dialect):
     def _is_user(self, entry: dict) -> bool:
         return entry.get("type", "message") == "message" and entry.get("role") == "user"
 
+    def prompt_slot(self, request: dict | None) -> tuple[Any, Any] | None:
+        """A string `input` is the user's prompt, in place in the request itself; else as the
+        base reads the input items."""
+        inp = (request or {}).get("input")
+        if isinstance(inp, str):
+            return (request, "input") if inp.strip() else None
+        return super().prompt_slot(request)
+
+    def _system_slots(self, request: dict) -> list[tuple[Any, Any]]:
+        """`instructions` when the request has them, then the texts of the developer / system
+        messages the input opens with (Codex sends its instructions so), in order."""
+        slots: list[tuple[Any, Any]] = [(request, "instructions")] if isinstance(request.get("instructions"), str) else []
+        for e in self.entries(request):
+            if e.value.get("type", "message") != "message" or e.value.get("role") not in ("system", "developer"):
+                break
+            content = e.value.get("content")
+            if isinstance(content, str):
+                slots.append((e.value, "content"))
+            elif isinstance(content, list):
+                slots.extend((p, "text") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+        return slots
+
     def _is_model_side(self, entry: dict) -> bool:
         return entry.get("type") in _MODEL_SIDE_ITEMS or (
             entry.get("type", "message") == "message" and entry.get("role") == "assistant")
@@ -261,10 +283,6 @@ class ResponsesDialect(Dialect):
     def system_text(self, request: dict | None) -> str | None:
         instructions = (request or {}).get("instructions")
         return text_of(instructions) if instructions else None
-
-    def system_entries(self, request: dict | None) -> list[Entry]:
-        return [e for e in self.entries(request) if e.value.get("type", "message") == "message"
-                and e.value.get("role") in ("system", "developer")]
 
     # ---- requests: writing -----------------------------------------------------------------
     def forcing(self, request: dict, name: str | None = None) -> dict:

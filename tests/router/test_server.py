@@ -4,9 +4,12 @@ through a real stack (reference router -> reference engine)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import httpx
 
+from conformance.checks.exchange import check_exchange
 from conformance.layers.hop import PROBE_WIRE, log_total, observe_hop, probe_requests
 from conformance.net.transport import Deadlines, send_sync
 from conformance.router.launch import serve_router_in_thread, spawn_router
@@ -29,9 +32,6 @@ def test_cli_prints_its_url_and_serves(engine_url):
 
 
 def test_cli_refuses_an_unknown_fault():
-    import subprocess
-    import sys
-
     out = subprocess.run([sys.executable, "-m", "conformance.cli", "router", "--upstream", "http://127.0.0.1:9",
                           "--fault", "nope"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "known router faults" in out.stderr
@@ -57,8 +57,6 @@ def test_translation_report_through_the_correct_stack(engine_url):
         since = log_total(engine_url)
         raw = _post(router, "/v1/messages", body)
         assert raw.ok
-        from conformance.checks.exchange import check_exchange
-
         verdict = check_exchange(raw, body, wire="anthropic")
         assert verdict.ok, verdict.violations
         hop, report = observe_hop(engine_url, body, verdict.message, client_wire=PROBE_WIRE, since=since,

@@ -1,0 +1,319 @@
+"""OpenAI chat-completions wire: the chunk state machine and its accumulator.
+
+Rules:
+- `StreamMachine` is fed SSE events one at a time (sans-IO), classifies each (chunk, finish,
+  usage, empty, [DONE], error, unknown) and walks the tables of `rules.py`: an event
+  `TRANSITIONS` does not allow is reported under the state's rule (`RULES`) and the machine goes
+  on where `RECOVER` says. Every chunk is held to its schema and accumulated per choice.
+- The rules beside the grammar (tool-call deltas, finish_reason placement and value, the usage
+  chunk, usage sums) are the ones `rules.py` lists; `finish()` returns the StreamReport, whose
+  message is choice 0 (or the first choice seen).
+- Nothing here raises on a target's bytes: bad input is a violation.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from conformance.core.failures import Violation
+from conformance.core.registry import violation
+from conformance.wire.base import (
+    StreamReport,
+    check_for_pointer,
+    fast_json,
+    judge_stream,
+    load_json,
+    schema_problems,
+)
+from conformance.wire.chat.rules import (
+    CUT_FINISH_REASONS,
+    DONE,
+    ERRORED,
+    FINISH_REASONS,
+    FINISHED,
+    RECOVER,
+    RULES,
+    SCHEMA_CHECKS,
+    START,
+    STREAM,
+    TRANSITIONS,
+    USAGE,
+    include_usage,
+    is_cut,
+    named_tool_choice,
+    usage_problems,
+)
+from conformance.wire.sse import SSEDecoder, SSEEvent
+
+
+class _Choice:
+    def __init__(self) -> None:
+        self.role: str | None = None
+        self.content: list[str] = []
+        self.has_content = False
+        self.reasoning: list[str] = []
+        self.has_reasoning = False
+        self.calls: list[dict[str, Any]] = []
+        self.positions: dict[int, int] = {}  # index the server sent -> position in calls
+        self.finish_reason: str | None = None
+        self.finished_at: int | None = None
+
+
+class StreamMachine:
+    """Feed SSE events one at a time; `finish()` returns the report. Sans-IO."""
+
+    def __init__(self, request: dict | None = None) -> None:
+        self.request = request or {}
+        self.state = START
+        self.violations: list[Violation] = []
+        self.events: list[SSEEvent] = []
+        self.payloads: list[Any] = []
+        self.choices: dict[int, _Choice] = {}
+        self.id: str | None = None
+        self.model: str | None = None
+        self.usage: dict | None = None
+        self.saw_usage_chunk = False
+        self._noted_unknown = False
+
+    def _v(self, check_id: str, message: str, ev: SSEEvent | None = None, kind: str | None = None, **kw) -> None:
+        if ev is not None:
+            kw.setdefault("event_index", ev.index)
+            kw.setdefault("byte_offset", ev.offset)
+            kw.setdefault("event_type", kind)
+        self.violations.append(violation(check_id, message, **kw))
+
+    def _classify(self, ev: SSEEvent) -> tuple[str, Any]:
+        if ev.data.strip() == "[DONE]":
+            return "done", None
+        try:
+            data, err = fast_json(ev.data), None
+        except ValueError:  # (msgspec's DecodeError is one) json.loads decides and words it
+            data, err = load_json(ev.data)
+        if err is not None or not isinstance(data, dict):
+            self._v(STREAM + "chunk_json", f"data is neither a JSON object nor [DONE] ({err or type(data).__name__})",
+                    ev, "chunk", expected="a chat.completion.chunk object or [DONE]", seen=ev.data[:200])
+            return "invalid", None
+        if "error" in data or ev.event == "error":
+            return "error", data
+        choices = data.get("choices")
+        if choices == []:
+            return ("usage" if isinstance(data.get("usage"), dict) else "empty"), data
+        if isinstance(choices, list):
+            if any(isinstance(c, dict) and c.get("finish_reason") is not None for c in choices):
+                return "finish", data
+            return "chunk", data
+        if data.get("object") == "chat.completion.chunk":
+            return "chunk", data  # choices missing or mistyped: the schema reports it
+        return "unknown", data
+
+    def feed(self, ev: SSEEvent) -> None:
+        self.events.append(ev)
+        kind, data = self._classify(ev)
+        self.payloads.append(data)
+        if kind == "invalid":
+            return
+        state = self.state
+        nxt = TRANSITIONS.get((state, kind))
+        apply = True
+        if nxt is None:
+            check_id, rule = RULES[state]
+            label = "[DONE]" if kind == "done" else kind
+            self._v(check_id, f"event #{ev.index} ({label}) is not allowed in state {state!r}: {rule}", ev, kind,
+                    expected=rule, seen=label)
+            nxt = RECOVER.get((state, kind))
+            if nxt is None:
+                nxt, apply = state, False
+        self.state = nxt
+        if kind == "unknown":
+            if not self._noted_unknown:
+                self._noted_unknown = True
+                self._v(STREAM + "unknown_event", "a payload that is not a chunk (tolerated)", ev, kind,
+                        seen=ev.data[:200])
+            return
+        if kind == "done":
+            return
+        if kind == "error":
+            self._v(STREAM + "error_event", f"the server sent an error payload: {json.dumps(data.get('error'))[:300]}",
+                    ev, "error", expected="no error payload", seen=ev.data[:300])
+            return
+        if kind == "empty":
+            return  # e.g. Azure's prompt-filter chunk: not a completion chunk, nothing to judge
+        for ptr, msg, expected, seen in schema_problems("openai.chunk", data):
+            check_id = check_for_pointer(SCHEMA_CHECKS, "chunk", ptr, STREAM + "chunk_schema")
+            self._v(check_id, f"chunk: {msg}", ev, kind, expected=expected, seen=seen, pointer=ptr)
+        if not apply:
+            return
+        if kind == "usage":
+            self.saw_usage_chunk = True
+        if isinstance(data.get("id"), str) and self.id is None:
+            self.id = data["id"]
+        if isinstance(data.get("model"), str) and self.model is None:
+            self.model = data["model"]
+        if isinstance(data.get("usage"), dict):
+            self.usage = data["usage"]
+        choices = data.get("choices")
+        # a non-list `choices` is already reported by the chunk schema; nothing to accumulate
+        for ci, choice in enumerate(choices if isinstance(choices, list) else []):
+            if isinstance(choice, dict):
+                self._choice(choice, ci, ev, kind)
+
+    def _choice(self, choice: dict, ci: int, ev: SSEEvent, kind: str) -> None:
+        idx = choice.get("index", 0)
+        if not isinstance(idx, int):
+            return
+        st = self.choices.setdefault(idx, _Choice())
+        base = f"/choices/{ci}"
+        delta = choice.get("delta")
+        delta = delta if isinstance(delta, dict) else {}
+        if st.finished_at is not None and (delta.get("content") or delta.get("tool_calls")
+                                           or choice.get("finish_reason") is not None):
+            self._v(STREAM + "grammar", f"choice {idx} continues after it finished at event #{st.finished_at}", ev, kind,
+                    expected="nothing more for a finished choice", seen=json.dumps(delta)[:200], pointer=base)
+            return
+        if "finish_reason" in delta:
+            self._v(STREAM + "finish_reason_placement", "finish_reason inside delta", ev, kind,
+                    expected="choices[].finish_reason", seen=json.dumps(delta.get("finish_reason")),
+                    pointer=f"{base}/delta/finish_reason")
+        if isinstance(delta.get("role"), str) and st.role is None:
+            st.role = delta["role"]
+        if isinstance(delta.get("content"), str):
+            st.content.append(delta["content"])
+            st.has_content = True
+        for key in ("reasoning_content", "reasoning"):
+            if isinstance(delta.get(key), str):
+                st.reasoning.append(delta[key])
+                st.has_reasoning = True
+        calls = delta.get("tool_calls")
+        if isinstance(calls, list):
+            for ti, tc in enumerate(calls):
+                if isinstance(tc, dict):
+                    self._tool_delta(st, tc, f"{base}/delta/tool_calls/{ti}", ev, kind)
+        reason = choice.get("finish_reason")
+        if reason is not None:
+            st.finish_reason = reason
+            st.finished_at = ev.index
+            self._finish_choice(idx, st, ev, kind)
+
+    def _tool_delta(self, st: _Choice, tc: dict, ptr: str, ev: SSEEvent, kind: str) -> None:
+        index = tc.get("index")
+        if not isinstance(index, int):
+            return  # the schema reported it under tool_call_index
+        fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+        args = fn.get("arguments")
+        if args is not None and not isinstance(args, str):
+            args = json.dumps(args)  # reported by the schema (tool_arguments_string); keep judging
+        n = len(st.calls)
+        if index not in st.positions and index != n:
+            self._v(STREAM + "tool_call_index", f"tool call index {index} but {n} call(s) so far", ev, kind,
+                    expected=f"{n} (a new call) or an existing index < {n}", seen=index, pointer=f"{ptr}/index")
+        if index not in st.positions:
+            st.positions[index] = n
+            missing = []
+            if not (isinstance(tc.get("id"), str) and tc["id"]):
+                missing.append("id")
+            if tc.get("type") != "function":
+                missing.append('type "function"')
+            if not (isinstance(fn.get("name"), str) and fn["name"]):
+                missing.append("function.name")
+            if missing:
+                self._v(STREAM + "tool_call_start", f"the first delta of tool call {index} lacks " + ", ".join(missing),
+                        ev, kind, expected='id, type "function", function.name', seen=json.dumps(tc)[:200],
+                        pointer=ptr)
+            call = {"id": tc.get("id") or "", "type": "function",
+                    "function": {"name": fn.get("name") or "", "arguments": args or ""}, "_event": ev.index}
+            st.calls.append(call)
+            return
+        call = st.calls[st.positions[index]]
+        repeated = [k for k, val in (("id", tc.get("id")), ("function.name", fn.get("name"))) if val]
+        if repeated:
+            self._v(STREAM + "tool_call_once", f"tool call {index} repeats " + " and ".join(repeated)
+                    + " after its first delta (clients concatenate them)", ev, kind,
+                    expected="id and name only in the first delta", seen=json.dumps(tc)[:200], pointer=ptr)
+        if args:
+            call["function"]["arguments"] += args
+
+    def _finish_choice(self, idx: int, st: _Choice, ev: SSEEvent | None, kind: str | None) -> None:
+        reason = st.finish_reason
+        for i, call in enumerate(st.calls):
+            args = call["function"]["arguments"]
+            where = {"pointer": f"/choices/{idx}/tool_calls/{i}/function/arguments"}
+            if not args.strip():
+                self._v(STREAM + "tool_arguments_json", f"tool call {i} ({call['function']['name']!r}) has empty "
+                        "arguments", ev, kind, severity="warning", expected='a JSON object, at least "{}"',
+                        seen='""', **where)
+                continue
+            if is_cut(reason) and i == len(st.calls) - 1:
+                continue  # cut by the cap, not malformed by the parser: tools.call_cut judges it
+            try:
+                value = json.loads(args)
+            except ValueError as exc:
+                self._v(STREAM + "tool_arguments_json", f"tool call {i} ({call['function']['name']!r}): the "
+                        f"concatenated arguments do not parse: {exc}", ev, kind,
+                        expected="one JSON object", seen=args[:300], **where)
+                continue
+            if not isinstance(value, dict):
+                self._v(STREAM + "tool_arguments_json", f"tool call {i} arguments parse to a {type(value).__name__}",
+                        ev, kind, expected="a JSON object", seen=args[:300], **where)
+        if reason is None:
+            return
+        if reason not in FINISH_REASONS:
+            return  # the schema reported it
+        if st.calls:
+            allowed = {"tool_calls"} | CUT_FINISH_REASONS
+            if named_tool_choice(self.request):
+                allowed.add("stop")
+            if reason not in allowed:
+                self._v(STREAM + "finish_reason_tool_calls", f"{len(st.calls)} tool call(s) were made but "
+                        f"finish_reason is {reason!r}", ev, kind, expected=" or ".join(sorted(allowed)),
+                        seen=reason, pointer=f"/choices/{idx}/finish_reason")
+        elif reason == "tool_calls":
+            self._v(STREAM + "finish_reason_tool_calls", "finish_reason tool_calls but no tool call was made", ev, kind,
+                    expected="stop (or length)", seen=reason, pointer=f"/choices/{idx}/finish_reason")
+
+    def finish(self) -> StreamReport:
+        complete = self.state == DONE
+        end = self.events[-1] if self.events else None
+        if self.state not in (DONE, ERRORED):
+            if end is None:
+                self._v(STREAM + "done", "the stream carried no event at all", expected="chunks then data: [DONE]",
+                        seen="an empty body")
+            else:
+                self._v(STREAM + "done", f"the stream ended in state {self.state!r} after event #{end.index} without "
+                        "data: [DONE]", event_index=end.index, expected="data: [DONE] as the last event",
+                        seen=f"last event #{end.index}")
+        for idx, st in self.choices.items():
+            if st.finished_at is None:
+                self._finish_choice(idx, st, None, None)
+                if self.state == DONE:
+                    self._v(STREAM + "finish_reason_valid", f"choice {idx} never got a finish_reason",
+                            event_index=end.index if end else None, expected="finish_reason on the last chunk",
+                            seen="none", pointer=f"/choices/{idx}/finish_reason")
+        if include_usage(self.request) and not self.saw_usage_chunk and self.state in (DONE, USAGE, FINISHED):
+            self._v(STREAM + "usage_chunk", "stream_options.include_usage was asked but no usage chunk "
+                    "(choices: [] with usage) arrived", event_index=end.index if end else None,
+                    expected='a chunk {"choices": [], "usage": {...}} before [DONE]', seen="none")
+        for v in usage_problems(self.usage, STREAM + "usage_consistent"):
+            self.violations.append(v)
+        message = self._message() if self.events else None
+        return StreamReport(self.events, self.violations, message, complete, self.payloads)
+
+    def _message(self) -> dict[str, Any]:
+        st = self.choices.get(0) or (next(iter(self.choices.values())) if self.choices else _Choice())
+        msg: dict[str, Any] = {
+            "id": self.id,
+            "model": self.model,
+            "role": st.role or "assistant",
+            "content": "".join(st.content) if st.has_content else None,
+        }
+        if st.has_reasoning:
+            msg["reasoning_content"] = "".join(st.reasoning)
+        msg["tool_calls"] = [{k: v for k, v in c.items() if k != "_event"} for c in st.calls]
+        msg["finish_reason"] = st.finish_reason
+        msg["usage"] = self.usage
+        return msg
+
+
+def check_stream(chunks, *, request: dict | None = None) -> StreamReport:
+    """Judge a whole chat-completions stream: bytes, or the transport's [(t, bytes)] chunks."""
+    return judge_stream(SSEDecoder(), StreamMachine(request), chunks)
