@@ -93,10 +93,14 @@ def _module_file(dotted: str) -> Path | None:
 
 
 @cache
-def _defined(path: Path) -> dict[str, ast.AST]:
-    """Top-level names a module defines or imports, each with its node."""
+def _module_names(path: Path) -> dict[str, ast.AST]:
+    return _defined(ast.parse(path.read_text(encoding="utf-8")).body)
+
+
+def _defined(body: list[ast.stmt]) -> dict[str, ast.AST]:
+    """The names a module or class body defines or imports, each with its node."""
     names: dict[str, ast.AST] = {}
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    for node in body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names[node.name] = node
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
@@ -121,12 +125,12 @@ def _name_resolves(dotted: str) -> bool:
         module = _module_file(".".join(parts[:cut]))
         if module is None:
             continue
-        rest, scope = parts[cut:], _defined(module)
-        for part in rest:
+        scope = _module_names(module)
+        for part in parts[cut:]:
             node = scope.get(part)
             if node is None:
                 return False
-            scope = {n.name: n for n in getattr(node, "body", []) if hasattr(n, "name")}
+            scope = _defined(node.body) if isinstance(node, ast.ClassDef) else {}
         return True
     return False
 
@@ -175,6 +179,8 @@ def test_path_rule(text, problem):
     ("conformance.core.registry", True),
     ("conformance.core.registry.check", True),
     ("conformance.layers.attribution.Attribution.evidence", True),
+    ("conformance.net.transport.Limits.response_bytes", True),
+    ("conformance.net.transport.Limits.no_such_field", False),
     ("conformance.wire.dialect.api_for_path", False),
     ("conformance.checks.catalog", False),
 ])
