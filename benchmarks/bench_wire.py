@@ -3,7 +3,7 @@
 Run: .venv/bin/python benchmarks/bench_wire.py [--events 20000] [--repeat 3] [--chunk 1400]
 
 Every case times the same bytes, cut into network-sized chunks, best of --repeat runs each:
-- anthropic: conformance.wire.anthropic.check_stream (SSE decode + state machine + per-event
+- anthropic: conformance.wire.anthropic.grammar.check_stream (SSE decode + state machine + per-event
   schemas + accumulation: the full judge) against the anthropic SDK's `messages.stream` (served by
   an in-memory httpx2 transport, so no socket time), the SDK's core (its SSEDecoder + json.loads +
   `accumulate_event`) and the floor: plain `split(b"\\n\\n")` + json.loads of every data line.
@@ -13,7 +13,7 @@ Every case times the same bytes, cut into network-sized chunks, best of --repeat
 - size cap: the stream cut mid-event at half its size (what a transport's size cap leaves): the
   judge must still report the cut (sse.stream.ends_mid_event, anthropic.stream.complete); and one
   2 MB event arriving in chunks (the judge must stay linear in its size).
-- chat: conformance.wire.openai.check_stream on a chat-completions stream (content, one tool
+- chat: conformance.wire.chat.grammar.check_stream on a chat-completions stream (content, one tool
   call's argument fragments, finish, usage, [DONE]) against the openai SDK's
   `chat.completions.stream` and the floor.
 - responses (when conformance.wire.responses exists): the Responses judge against the openai

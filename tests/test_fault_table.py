@@ -1,9 +1,10 @@
-"""The fault -> check table (fixtures/faults.json) against FAULTS.md and the check registry.
+"""The fault -> check table (fixtures/faults.json) against the fault catalog (docs/faults.md) and
+the check registry.
 
-- Every FAULTS.md row (../shared/design/FAULTS.md from the repository root, when that design
-  folder is present) is in the table's `rows` and nothing else is.
-- The table's `found` rows are failures seen on a real stack that FAULTS.md does not list (each
-  names its source); none of them may be a FAULTS.md row (once the catalog lists one, it moves to
+- Every row of the catalog's table in docs/faults.md is in the JSON table's `rows` and nothing
+  else is.
+- The table's `found` rows are failures seen on a real stack that the catalog does not list (each
+  names its source); none of them may be a catalog row (once the catalog lists one, it moves to
   `rows`). Everything below holds for them as for `rows`.
 - Every check id the table names is registered (the whole catalog loaded); every row names an
   issue whose module exists.
@@ -28,7 +29,7 @@ from conformance.engine.faults import FAULTS
 from conformance.router.faults import ROUTER_FAULTS
 
 ROOT = Path(__file__).resolve().parents[1]
-FAULTS_MD = ROOT.parent / "shared" / "design" / "FAULTS.md"
+CATALOG = ROOT / "docs" / "faults.md"
 TABLE = json.loads((fixtures_dir() / "faults.json").read_text(encoding="utf-8"))
 ROWS = TABLE["rows"]
 FOUND = TABLE.get("found", [])
@@ -44,12 +45,16 @@ ISSUE_MODULE = {
 }
 
 
-def _markdown_rows() -> list[str]:
+def _catalog_rows() -> list[str]:
+    """The ids of the catalog's table: the lines that follow its `| id | ...` header."""
+    lines = CATALOG.read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if re.match(r"^\|\s*id\s*\|", line))
     ids = []
-    for line in FAULTS_MD.read_text(encoding="utf-8").splitlines():
+    for line in lines[start + 2:]:  # past the header and its |---| line
         m = re.match(r"^\|\s*([a-z0-9][a-z0-9-]+)\s*\|", line)
-        if m and m.group(1) != "id":
-            ids.append(m.group(1))
+        if not m:
+            break
+        ids.append(m.group(1))
     return ids
 
 
@@ -66,15 +71,15 @@ def test_table_shape():
         assert isinstance(row.get("source"), str) and row["source"].strip(), f"{row['fault']}: a found row names its source"
 
 
-@pytest.mark.skipif(not FAULTS_MD.is_file(), reason=f"design folder not present ({FAULTS_MD}); faults.json is checked alone")
-def test_every_faults_md_row_is_in_the_table():
-    md = _markdown_rows()
-    assert len(md) >= 20, "FAULTS.md table not found or not parsed"
+def test_every_catalog_row_is_in_the_table():
+    catalog = _catalog_rows()
+    assert len(catalog) >= 20, "docs/faults.md: the catalog's table was not found or not parsed"
+    assert len(set(catalog)) == len(catalog), "docs/faults.md lists a fault twice"
     table = [r["fault"] for r in ROWS]
-    assert sorted(set(md) - set(table)) == [], "FAULTS.md rows missing from fixtures/faults.json"
-    assert sorted(set(table) - set(md)) == [], "fixtures/faults.json rows that FAULTS.md does not list"
-    listed = sorted({r["fault"] for r in FOUND} & set(md))
-    assert listed == [], f"found rows that FAULTS.md lists now: move them to rows: {listed}"
+    assert sorted(set(catalog) - set(table)) == [], "docs/faults.md rows missing from fixtures/faults.json"
+    assert sorted(set(table) - set(catalog)) == [], "fixtures/faults.json rows that docs/faults.md does not list"
+    listed = sorted({r["fault"] for r in FOUND} & set(catalog))
+    assert listed == [], f"found rows that docs/faults.md lists now: move them to rows: {listed}"
 
 
 def test_every_check_id_is_registered_and_every_issue_module_exists():

@@ -1,7 +1,7 @@
 """client_wire.*: what the newest client wire (Claude Code 2.1.332) asks of a stack.
 
-Rules (facts: docs/WIRE.md "What the clients send now"; the sources of each fault in FAULTS.md's
-"Proposed" list):
+Rules (facts: docs/wire-facts.md, "Claude Code 2.1.332"; each fault's source is its `found` row in
+fixtures/faults.json):
 - A shape a released client sends is accepted: `thinking.display`, a `{"role":"system"}` entry
   with `content: []`, an image inside a `tool_result`, replayed `redacted_thinking` /
   `server_tool_use` / `*_tool_result` blocks. A refusal fails the shape's own id; an accepted

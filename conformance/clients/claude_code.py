@@ -1,6 +1,6 @@
 """Claude Code (npm `@anthropic-ai/claude-code`): Anthropic Messages.
 
-Facts measured on 2.1.197 and 2.1.332 against a loopback server (WIRE.md, docs/loop.md, PEERS.md):
+Facts measured on 2.1.197 and 2.1.332 against a loopback server (docs/wire-facts.md, docs/loop.md):
 User-Agent `claude-cli/<version> (external, <entrypoint>)`, `x-app: cli`; every generation
 request's first system block is `x-anthropic-billing-header: cc_version=<version>...`; the system
 text names `Primary working directory: <dir>`. Offline it needs

@@ -1,6 +1,6 @@
 """Codex CLI (npm `@openai/codex`): the OpenAI Responses API only, for custom providers.
 
-Facts measured on 0.171.0 against a loopback server (WIRE.md, docs/loop.md): User-Agent
+Facts measured on 0.171.0 against a loopback server (docs/wire-facts.md, docs/loop.md): User-Agent
 `<originator>/<version> (<os>; <arch>) <terminal>` with the originator `codex_exec` (exec mode),
 `codex_cli_rs` (the TUI) or another `codex_*` front end, and an `originator` header; the
 `<environment_context>` user message names `<cwd><dir></cwd>`; identifiers in the

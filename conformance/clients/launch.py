@@ -9,10 +9,10 @@ Rules:
   dots as underscores>` (`release_env`), else `CONFORMANCE_CLIENTS_DIR`'s `<client>@<version>`
   prefix (`release_prefix`) or its top, else the CLI above, each only if its `--version` is that
   release. Nothing is downloaded here; a missing CLI is `ClientNotFound`, saying what to install.
-- Every run is offline and confined to a scratch folder (PEERS.md): HOME, TMPDIR and the XDG
-  folders inside `<root>/home`, the project in `<root>/project`, `PATH` = SAFE_PATH, LANG, TERM
-  and NO_COLOR fixed, the profile's offline settings (`Launch.env`), and the base URL and key
-  through the profile's variables or its config file (`config.py`).
+- Every run is offline and confined to a scratch folder (docs/loop.md, "Live clients"): HOME,
+  TMPDIR and the XDG folders inside `<root>/home`, the project in `<root>/project`, `PATH` =
+  SAFE_PATH, LANG, TERM and NO_COLOR fixed, the profile's offline settings (`Launch.env`), and the
+  base URL and key through the profile's variables or its config file (`config.py`).
 - `Settings` is what a run changes from the client's defaults. Two settings differ between the
   live tests and the recapture on purpose, and only these:
   - `forbid_shell` (live runs: True): the model's commands never run on the host — the profile's

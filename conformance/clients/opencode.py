@@ -1,7 +1,7 @@
 """opencode (npm `opencode-ai`): OpenAI chat completions (`@ai-sdk/openai-compatible`) or
 Anthropic Messages (`@ai-sdk/anthropic`).
 
-Facts measured on 1.18.33 against a loopback server (WIRE.md, docs/loop.md, PEERS.md): User-Agent
+Facts measured on 1.18.33 against a loopback server (docs/wire-facts.md, docs/loop.md): User-Agent
 `opencode/<version> ai-sdk/...`; `opencode run` wraps a prompt with spaces in literal double
 quotes; the system text names `Working directory: <dir>`. Its provider is the project's
 `opencode.json` (the AI SDK package chosen by the wire); offline it needs

@@ -73,7 +73,7 @@ class Launch:
     own flags."""
 
     argv: tuple[str, ...]
-    env: Mapping[str, str] = field(default_factory=dict)  # the offline settings (PEERS.md)
+    env: Mapping[str, str] = field(default_factory=dict)  # the offline settings (docs/loop.md)
     base_url_env: str = ""  # the variable pointing the CLI at the base URL (no config file needed)
     api_key_env: str = ""  # the variable holding the key
     home_dirs: Mapping[str, str] = field(default_factory=dict)  # variable -> folder inside the scratch HOME

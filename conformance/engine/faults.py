@@ -3,8 +3,9 @@
 Rules:
 - Every engine-side row of the fault catalog (fixtures/faults.json mirrors its table) has a fault
   here with the same name, and
-  every fault here is a row of fixtures/faults.json: a FAULTS.md row, or one of its `found` rows
-  (a failure seen on a real stack that FAULTS.md does not list, with its source).
+  every fault here is a row of fixtures/faults.json: a row of the catalog (docs/faults.md), or
+  one of its `found` rows (a failure seen on a real stack that the catalog does not list, with
+  its source).
 - A fault changes only what it names; everything else stays conformant.
 - The one-line descriptions below are what `conformance faults` prints and what docs/engine.md
   expands on.
@@ -114,7 +115,7 @@ FAULTS: dict[str, str] = {
     TERMINAL_EVENT_MISSING: "Responses stream ends after the last output_item.done, without response.completed",
     SEQUENCE_NUMBER_GAP: "Responses stream: sequence_number skips one value after the first output_item.added",
     DONE_TEXT_MISMATCH: "Responses stream: output_text / reasoning *.done text lacks the last character of its deltas",
-    # The Claude Code 2.1.332 wire (FAULTS.md "Proposed"; fixtures/faults.json `found` rows).
+    # The Claude Code 2.1.332 wire (docs/wire-facts.md; `found` rows of fixtures/faults.json).
     DEFERRED_TOOLS_EXPOSED: "a defer_loading tool is offered to the model as callable before any tool_reference loads it",
     TOOL_REFERENCE_DROPPED: "tool_reference blocks in a tool_result are dropped silently (the tool never loads)",
     STRICT_THINKING_DISPLAY: "rejects thinking.display (closed thinking struct, 400)",

@@ -163,6 +163,6 @@ def build_first_request(template: Template, prompt: str, sandbox_root: Path, mod
     original = wire.prompt(body)
     if original is None:
         raise TemplateError("the template's first user message has no text to replace")
-    # opencode `run` wraps a prompt containing spaces in literal double quotes (WIRE.md).
+    # opencode `run` wraps a prompt containing spaces in literal double quotes (docs/wire-facts.md).
     quoted = len(original) >= 2 and original.startswith('"') and original.rstrip().endswith('"')
     return wire.with_model(wire.with_prompt(body, f'"{prompt}"' if quoted else prompt), model)

@@ -55,7 +55,7 @@ from conformance.probes.sizing import SYSTEM, TOLERANCE, ContextProbe, NeedlePoi
 NEAR_LIMIT = 0.9
 OVER_LIMIT = 1.10
 
-# Clients' max_tokens (WIRE.md): Claude Code sends 64000, 32000 for unknown/local model names.
+# Clients' max_tokens (docs/wire-facts.md, Claude Code 2.1.197): 64000, 32000 for unknown/local model names.
 CLIENT_MAX_TOKENS = {"claude-code": 64000, "claude-code (local model name)": 32000}
 
 

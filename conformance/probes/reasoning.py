@@ -1,7 +1,7 @@
 """Reasoning and output caps: thinking as the clients send it must leave room for the answer.
 
 Rules:
-- Cases are sent as the clients send them (WIRE.md), in the fields the wire's Dialect writes
+- Cases are sent as the clients send them (docs/wire-facts.md), in the fields the wire's Dialect writes
   (`Dialect.reasoning_variants`): Anthropic `thinking {type: adaptive}` with `output_config.effort`
   at each level (low, medium, high, xhigh, max), `thinking {type: enabled, budget_tokens}` (Claude
   Code for haiku-class models, opencode's title request); OpenAI chat `reasoning_effort` low /

@@ -7,7 +7,7 @@ Rules:
   most deployments run) or passed through to the upstream's own `/v1/messages`
   (`upstream_api="anthropic"`, routing only).
 - Correct by default. Router-side faults are switched on by name (`faults.ROUTER_FAULTS`), each
-  reproducing one row of FAULTS.md that real routers shipped.
+  reproducing one row of the fault catalog (docs/faults.md) that real routers shipped.
 - It shares no code with the judge: it never imports conformance.wire.sse / protocols / schemas /
   checks (a test enforces this), so a bug in the judge cannot hide the same bug here.
 - Modules: `faults` (names), `translate` (the request, Anthropic -> chat), `translate_answer`

@@ -1,4 +1,5 @@
-"""Router-side fault modes of the reference router (rows of FAULTS.md that live in a router).
+"""Router-side fault modes of the reference router (rows of the fault catalog, docs/faults.md,
+that live in a router).
 
 Rules: a fault is switched on by name (`--fault NAME`); an unknown name is refused with the list
 of known ones. Each entry says what the router does wrong and which real router shipped it, so a
@@ -21,7 +22,7 @@ ROUTER_FAULTS: dict[str, str] = {
     LOSSY_TRANSLATION: (
         "drops thinking blocks (request history and the engine's reasoning in the answer), signatures "
         "and cache_control, and rewrites tool ids on the way to the engine so tool results no longer "
-        "pair with their calls (seed talk: 'wire format openai.chat.v1')"
+        "pair with their calls (LiteLLM #41361; measured on claude-code-router 2.0.0, docs/layers.md)"
     ),
     STRICT_UNKNOWN_FIELD: (
         "closed request struct: rejects `context_management` with a 400 'Extra inputs are not "
@@ -36,10 +37,10 @@ ROUTER_FAULTS: dict[str, str] = {
     ),
     ROUTING_UNSTABLE_ACROSS_WIRE_VARIANTS: (
         "a prompt wrapped in literal double quotes (opencode's wire form) is routed to another tier; "
-        "the answering model differs (seed talk: 'two quote characters')"
+        "the answering model differs (opencode's quoting: docs/wire-facts.md)"
     ),
     BUFFERED_STREAM: "buffers the whole upstream stream and releases it at the end (Claude Code gateway contract)",
-    WRONG_MODEL: "silently falls back to another model: a different model answers (seed talk: 'model B answering')",
+    WRONG_MODEL: "silently falls back to another model: a different model answers (LiteLLM #28241)",
     JAILBREAK_ROUTE_KEEPS_TOOLS: (
         "claims an injection route (prompts that look like prompt injections go to a tool-less route) "
         "but keeps the tools on it, so an injection can still call them"

@@ -33,7 +33,7 @@ ANTHROPIC_CACHED_INPUT_KEYS = ("cache_read_input_tokens", "cache_creation_input_
 
 # Text a client injects into a user turn around the user's own prompt: Claude Code's
 # `<system-reminder>` blocks, Codex's `<environment_context>` and `# AGENTS.md instructions`
-# messages (measured on Claude Code 2.1.197/2.1.332 and Codex 0.171.0, WIRE.md).
+# messages (measured on Claude Code 2.1.197/2.1.332 and Codex 0.171.0, docs/wire-facts.md).
 _CONTEXT_BLOCK = re.compile(r"^\s*(<[A-Za-z_][\w\-]*[\s>]|# AGENTS\.md)")
 
 

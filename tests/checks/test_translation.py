@@ -105,7 +105,7 @@ def test_injection_probe_with_tools_fails_only_when_opted_in():
 
 
 def test_responses_api_hop_litellm_default_path():
-    """LiteLLM's /v1/messages calls an `openai/` upstream's Responses API by default (PEERS.md)."""
+    """LiteLLM's /v1/messages calls an `openai/` upstream's Responses API by default (docs/peers.md, litellm-responses-engine)."""
     engine = {
         "model": "m", "instructions": "You are a coding agent running in a terminal.\nWorking directory: /tmp/conformance-probe\nUse the tools to act on files.",
         "input": [

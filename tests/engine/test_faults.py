@@ -314,7 +314,7 @@ def test_every_fault_has_a_test():
 
 def test_every_engine_row_of_the_fault_table_is_a_fault():
     table = json.loads((fixtures_dir() / "faults.json").read_text())
-    # FAULTS.md's rows, and the found rows (seen on a real stack, not in FAULTS.md: tool-choice-ignored)
+    # The catalog's rows (docs/faults.md), and the found rows (seen on a real stack, not in the catalog)
     engine_rows = {r["fault"] for r in table["rows"] + table.get("found", []) if "engine" in r["modes"]}
     assert engine_rows == set(FAULTS)
 

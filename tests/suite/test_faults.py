@@ -1,11 +1,12 @@
 """Detection power: the suite is green against the conformant engine and, against each engine
-fault of FAULTS.md owned by issues 2 and 4, fails with the expected check id and nothing else.
+fault of the catalog (docs/faults.md) owned by issues 2 and 4, fails with the expected check id
+and nothing else.
 
 The suite runs in-process (pytester) against the reference engine in a thread, over two hand-made
 captures that exercise every check between them. The detection matrix is printed at the end.
 Router-only rows of issue 4 (routing-unstable-across-wire-variants) run behind the reference
 router. hang / hang-with-pings have their own deadline tests below. The table's `found` rows
-(failures seen on real stacks that FAULTS.md does not list) have a test each below.
+(failures seen on real stacks that the catalog does not list) have a test each below.
 """
 
 from __future__ import annotations

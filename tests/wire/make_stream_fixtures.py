@@ -4,7 +4,7 @@ Each fixture is a raw response body as a client would receive it (an SSE stream,
 for non-stream responses and errors), shaped like the real wire: Anthropic ids `msg_01...`,
 `toolu_01...`, usage with cache fields, `event:` lines; OpenAI `chatcmpl-...` ids, a role-only
 first chunk, the usage chunk and `data: [DONE]`. The invalid fixtures each inject ONE fault
-class; `index.json` says which check ids must catch it (and the FAULTS.md row, if it is one).
+class; `index.json` says which check ids must catch it (and the catalog row, docs/faults.md, if it is one).
 
 tests/wire/test_wire_fixtures.py regenerates the set in memory and fails if the files on disk differ,
 so the bytes and this builder never drift apart.
@@ -481,7 +481,7 @@ def render() -> dict[str, bytes]:
         "format": "conformance.stream-fixtures", "version": 1,
         "about": "Raw response bodies (SSE streams, JSON responses, error bodies). valid: must pass with no error "
                  "(warnings listed); invalid: must be flagged with at least one of `checks`; `fault` is the "
-                 "FAULTS.md row it reproduces. Built by tests/wire/make_stream_fixtures.py.",
+                 "fault catalog row (docs/faults.md) it reproduces. Built by tests/wire/make_stream_fixtures.py.",
         "fixtures": index}, indent=1) + "\n").encode()
     return files
 

@@ -3,7 +3,7 @@ does not produce (reasoning summaries with encrypted_content, custom tool calls,
 refusals, hosted tool items, unknown events), as event lists that mutations can edit.
 
 Shapes follow the OpenAI API reference "Streaming events" and the openai SDK's
-`types/responses/*_event.py`; the Codex items follow WIRE.md's measured request.
+`types/responses/*_event.py`; the Codex items follow its measured request (docs/wire-facts.md).
 """
 
 from __future__ import annotations

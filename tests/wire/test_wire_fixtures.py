@@ -1,8 +1,8 @@
 """The stream fixtures: current with their builder, judged as labelled, and `check-stream` on them.
 
 `conformance check-stream` must flag every single-stream fault of fixtures/faults.json (the rows
-owned by issue 2) with one of the row's check ids, and accept every valid variation FAULTS.md
-lists.
+owned by issue 2) with one of the row's check ids, and accept every valid variation the fault
+catalog lists (docs/faults.md).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def test_check_stream_flags_every_single_stream_fault(row):
         assert flagged & set(row["checks"]), (f["file"], flagged, row["checks"])
 
 
-# FAULTS.md "valid variations the suite must ACCEPT" -> the fixtures that show each
+# docs/faults.md "Valid variations the suite must accept" -> the fixtures that show each
 VALID_VARIATIONS = {
     "ping events anywhere": ["anthropic/valid/pings_and_comments.sse", "anthropic/valid/text.sse"],
     "SSE comments (: keep-alive)": ["anthropic/valid/pings_and_comments.sse", "openai/valid/crlf_and_comments.sse"],

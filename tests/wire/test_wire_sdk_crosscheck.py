@@ -1,6 +1,6 @@
 """For valid streams, the official SDKs accumulate the same final message as ours.
 
-The SDKs are lenient (WIRE.md: the anthropic SDK accepts a missing stop_sequence, trailing
+The SDKs are lenient (docs/wire-facts.md: the anthropic SDK accepts a missing stop_sequence, trailing
 partial_json garbage, a thinking_delta in a text block), so they are an oracle for valid
 streams only. Entry points, read from the installed packages:
 - anthropic 2.14: `anthropic.lib.streaming._messages.accumulate_event(event=, current_snapshot=,

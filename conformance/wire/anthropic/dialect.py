@@ -10,7 +10,7 @@ Rules:
   not leave room for, or turns thinking off (and with it `context_management`, whose
   clear_thinking edit needs thinking) when even 1024 does not fit; a forced tool_choice (`any`,
   `tool`) is refused with thinking on, so `forcing` turns thinking off the same way, as Claude
-  Code does with MAX_THINKING_TOKENS=0 (WIRE.md).
+  Code does with MAX_THINKING_TOKENS=0 (docs/wire-facts.md).
 """
 
 from __future__ import annotations
@@ -316,7 +316,7 @@ class AnthropicDialect(Dialect):
         return variants
 
 
-# Facts from the API reference (WIRE.md): stop_reason values and the cut ones (rules.CUT_STOP_REASONS).
+# API reference facts (docs/wire-facts.md): stop_reason values and the cut ones (rules.CUT_STOP_REASONS).
 ANTHROPIC = register_dialect(AnthropicDialect(
     name="anthropic",
     grammar=grammar,

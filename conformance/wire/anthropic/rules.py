@@ -1,6 +1,6 @@
 """Anthropic Messages wire: the grammar as data — its rule ids and its tables.
 
-Grammar (WIRE.md; Anthropic "streaming" docs; the SDK's raw_*_event types):
+Grammar (docs/wire-facts.md; Anthropic "streaming" docs; the SDK's raw_*_event types):
 
     message_start ( content_block_start content_block_delta* content_block_stop )*
     message_delta+ message_stop
@@ -179,7 +179,7 @@ STOP_REASONS = ("end_turn", "max_tokens", "stop_sequence", "tool_use", "pause_tu
 # A turn cut short may end with a tool_use block without stop_reason tool_use.
 CUT_STOP_REASONS = ("max_tokens", "pause_turn", "refusal", "model_context_window_exceeded")
 
-# HTTP status <-> error type (WIRE.md, Anthropic "errors" docs).
+# HTTP status <-> error type (docs/wire-facts.md, Anthropic "errors" docs).
 ERROR_STATUS: dict[str, int] = {
     "invalid_request_error": 400,
     "authentication_error": 401,

@@ -178,7 +178,7 @@ class ChatDialect(Dialect):
         return [(f"reasoning_effort={effort}", {"reasoning_effort": effort}) for effort in EFFORTS]
 
 
-# Facts from the API reference (WIRE.md): finish_reason values and the cut ones (rules.CUT_FINISH_REASONS).
+# API reference facts (docs/wire-facts.md): finish_reason values and the cut ones (rules.CUT_FINISH_REASONS).
 CHAT = register_dialect(ChatDialect(
     name="openai",
     grammar=grammar,
@@ -190,7 +190,7 @@ CHAT = register_dialect(ChatDialect(
         field="finish_reason", natural="stop", final=("stop",), tool=("tool_calls",), cap="length",
         cut=frozenset(CUT_FINISH_REASONS),
         caps=frozenset({"length", "content_filter"}),
-        forced_tool=("stop",),  # a named tool_choice may finish with stop on this wire (FAULTS.md valid variations)
+        forced_tool=("stop",),  # a named tool_choice may end with stop here (docs/faults.md, variations)
         to_anthropic={"length": "max_tokens", "stop": "end_turn", "tool_calls": "tool_use",
                       "function_call": "tool_use", "content_filter": "refusal"},
         # `stop` is also a matched stop sequence; a filtered answer may reach Anthropic as a plain end.

@@ -1,7 +1,7 @@
 """OpenAI chat-completions wire: the grammar as data — its rule ids, its tables, and the small
 rules both the stream and the non-stream judges apply.
 
-Grammar (WIRE.md; OpenAI API reference "chat.completion.chunk" and "stream_options"):
+Grammar (docs/wire-facts.md; OpenAI API reference "chat.completion.chunk" and "stream_options"):
 
     chunk* (a chunk whose choice has finish_reason) usage-chunk? data: [DONE]
     -- chunks with `choices: []` and no usage (e.g. Azure's prompt-filter chunk) are allowed

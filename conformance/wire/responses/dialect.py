@@ -3,7 +3,7 @@
 
 Rules:
 - Readers and writers of Responses requests and answers (the base class's rules hold; the wire's
-  facts: docs/wire-responses.md, WIRE.md).
+  facts: docs/wire-responses.md, docs/wire-facts.md).
 - A request's conversation is `instructions` (the system prompt) and the `input` items: messages
   (roles developer — read as system —, user, assistant), `function_call` / `custom_tool_call`
   with their `call_id`, their `*_output` items, and `reasoning` items whose `encrypted_content` is
@@ -345,7 +345,7 @@ class ResponsesDialect(Dialect):
 
 
 # OpenAI Responses API reference: Response.status, incomplete_details.reason (max_output_tokens,
-# content_filter), no stop sequences, `max_output_tokens`; what Codex CLI speaks (WIRE.md).
+# content_filter), no stop sequences, `max_output_tokens`; what Codex CLI speaks (docs/wire-facts.md).
 RESPONSES = register_dialect(ResponsesDialect(
     name="responses",
     grammar=grammar,

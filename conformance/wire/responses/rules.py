@@ -1,7 +1,7 @@
 """OpenAI Responses API wire (POST /v1/responses): the grammar as data — its rule ids, its
 tables, and the rules both the stream and the non-stream judges apply.
 
-Grammar (WIRE.md "OpenAI Responses API"; OpenAI API reference "Streaming events"; the openai SDK's
+Grammar (docs/wire-facts.md "OpenAI Responses"; OpenAI API reference "Streaming events"; the openai SDK's
 `types/responses/*_event.py` and `lib/streaming/responses/`):
 
     response.created (response.queued | response.in_progress)*
