@@ -105,6 +105,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def _hooks():
     """`conformance.suite.hooks`, imported when a run needs the suite (module rules: not with the
     entry point, which every pytest run loads)."""
+    # lazily loaded: the suite and the judge only when a target is given, never with the entry point
     from conformance.suite import hooks
 
     return hooks

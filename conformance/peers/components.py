@@ -20,6 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from conformance import __version__
 from conformance.peers.servers import ManagedServer, free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -175,8 +176,6 @@ def _venv_version(venv: str, dist: str) -> str:
 
 def installed_versions() -> dict[str, str]:
     """Each component's version as installed (read from the installs themselves)."""
-    from conformance import __version__
-
     out = {"conformance": __version__, "reference-engine": __version__}
     out["litellm"] = _venv_version("litellm", "litellm")
     pkg = peers_dir() / "ccr" / "node_modules" / "@musistudio" / "claude-code-router" / "package.json"
