@@ -235,14 +235,14 @@ COLLECTIONS = (ast.Tuple, ast.List, ast.Set)
 
 
 class NameUses(ast.NodeVisitor):
-    """(first line, what) for every place a source names a wire or a client to decide by it:
+    """(line, column, what) for every place a source names a wire or a client to decide by it:
     a comparison (`==`, `!=`, `is`, `in`, either side) against a name string or a Dialect constant,
     `.startswith`/`.endswith` with a name, a dict literal keyed by one, a `case` on one, and with
     `lists` a tuple/list/set literal of two names or more (a list of the clients)."""
 
     def __init__(self, names: frozenset[str], constants: frozenset[str] = frozenset(), lists: bool = False):
         self.names, self.constants, self.lists = names, set(constants), lists
-        self.found: set[tuple[int, str]] = set()
+        self.found: set[tuple[int, int, str]] = set()
 
     def _name(self, node: ast.AST) -> bool:
         return isinstance(node, ast.Constant) and node.value in self.names
@@ -260,36 +260,36 @@ class NameUses(ast.NodeVisitor):
 
     def visit_Compare(self, node: ast.Compare) -> None:
         if any(self._named(operand) for operand in (node.left, *node.comparators)):
-            self.found.add((node.lineno, "compares against"))
+            self.found.add((node.lineno, node.col_offset, "compares against"))
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
         if (isinstance(node.func, ast.Attribute) and node.func.attr in ("startswith", "endswith")
                 and any(self._named(a) for a in node.args)):
-            self.found.add((node.lineno, f"calls .{node.func.attr} with"))
+            self.found.add((node.lineno, node.col_offset, f"calls .{node.func.attr} with"))
         self.generic_visit(node)
 
     def visit_Dict(self, node: ast.Dict) -> None:
         for key in node.keys:
             if key is not None and (self._name(key) or self._constant(key)):
-                self.found.add((key.lineno, "keys a dict literal by"))
+                self.found.add((key.lineno, key.col_offset, "keys a dict literal by"))
         self.generic_visit(node)
 
     def visit_MatchValue(self, node: ast.MatchValue) -> None:
         if self._name(node.value) or self._constant(node.value):
-            self.found.add((node.lineno, "matches a case on"))
+            self.found.add((node.lineno, node.col_offset, "matches a case on"))
         self.generic_visit(node)
 
     def _collection(self, node: ast.Tuple | ast.List | ast.Set) -> None:
         if self.lists and sum(self._name(e) for e in node.elts) >= 2:
-            self.found.add((node.lineno, "lists"))
+            self.found.add((node.lineno, node.col_offset, "lists"))
         self.generic_visit(node)
 
     visit_Tuple = visit_List = visit_Set = _collection
 
 
 def name_uses(source: str, names: frozenset[str], constants: frozenset[str] = frozenset(),
-              lists: bool = False) -> list[tuple[int, str]]:
+              lists: bool = False) -> list[tuple[int, int, str]]:
     visitor = NameUses(names, constants, lists)
     visitor.visit(ast.parse(source))
     return sorted(visitor.found)
@@ -301,8 +301,8 @@ def _name_scan(owners: set[str], kind: str, **scan) -> list[str]:
         if floor_of(module) in owners:
             continue
         lines = MODULES[module].read_text(encoding="utf-8").splitlines()
-        for line, what in name_uses("\n".join(lines), **scan):
-            offenders.append(f"{rel(module)}:{line}: {lines[line - 1].strip()}  <- {what} {kind}")
+        for line, column, what in name_uses("\n".join(lines), **scan):
+            offenders.append(f"{rel(module)}:{line}:{column + 1}: {lines[line - 1].strip()}  <- {what} {kind}")
     return offenders
 
 
@@ -315,12 +315,12 @@ def test_name_scanner_sees_every_form():
               'q = ("anthropic", "openai")\n')
     seen = name_uses(source, frozenset({"anthropic", "openai", "responses"}),
                      frozenset({"ANTHROPIC", "CHAT", "RESPONSES"}))
-    assert [line for line, _ in seen] == [1, 2, 3, 4, 5, 7, 9, 11, 12, 13, 14, 15, 16, 18, 20]
+    assert [line for line, _, _ in seen] == [1, 2, 3, 4, 5, 7, 9, 11, 12, 13, 14, 15, 16, 18, 20]
     clients = name_uses('CLIENTS = ("all", "claude-code", "codex")\nx = {"claude-code": 1}\n'
                         'y = k.startswith("opencode")\nz = "codex" in test_id\nw = ("codex",)\n',
                         frozenset({"claude-code", "codex", "opencode"}), lists=True)
-    assert clients == [(1, "lists"), (2, "keys a dict literal by"), (3, "calls .startswith with"),
-                       (4, "compares against")]
+    assert [(line, what) for line, _, what in clients] == [
+        (1, "lists"), (2, "keys a dict literal by"), (3, "calls .startswith with"), (4, "compares against")]
 
 
 def test_judge_code_outside_wire_never_decides_by_a_dialect_name_or_identity():
