@@ -405,7 +405,9 @@ def test_a_fresh_report_html_shows_the_title_of_every_scope_s_checks(tmp_path):
     assert done.returncode == 0, done.stderr
     page = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
     missing = [check_id for check_id in picked if escape(registry.get(check_id).title, quote=True) not in page]
-    assert not missing, f"report.html rendered in a fresh process lacks the titles of {missing}"
+    assert not missing, (f"report.html rendered in a fresh process lacks the titles of {len(missing)} of "
+                         f"{len(picked)} checks (is every module that registers one in registry.CATALOG?): "
+                         f"{missing[:12]}{' ...' if len(missing) > 12 else ''}")
 
 
 # ----------------------------------------------------------------------------- (g) function-level imports
@@ -483,8 +485,9 @@ def test_tests_mirror_packages():
     packages = {p.parent.name for p in PACKAGE_DIR.glob("*/__init__.py")} | {"plugin"}
     folders = sorted(p.name for p in TESTS_DIR.iterdir()
                      if p.is_dir() and not p.name.startswith((".", "_")) and p.name not in packages)
-    assert not folders, (f"test folders with no conformance package of that name: {folders}; tests/<package>/ holds "
-                         f"the tests of conformance/<package>/ (and tests/plugin/ those of plugin.py)")
     files = sorted(p.name for p in TESTS_DIR.iterdir() if p.is_file() and p.name not in SHARED_TEST_FILES)
-    assert not files, (f"files directly in tests/: {files}; a module's tests go in tests/<package>/, a shared helper "
-                       "is listed in SHARED_TEST_FILES here with why")
+    problems = [f"tests/{name}/: no conformance package of that name (tests/<package>/ holds the tests of "
+                "conformance/<package>/, tests/plugin/ those of plugin.py)" for name in folders]
+    problems += [f"tests/{name}: a module's tests go in tests/<package>/; a shared helper is listed in "
+                 "SHARED_TEST_FILES here, with why" for name in files]
+    assert not problems, "tests do not mirror packages:\n" + "\n".join(problems)
