@@ -17,7 +17,6 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from conformance import __version__
@@ -35,27 +34,6 @@ MASTER_KEY = "sk-peers-local"  # LiteLLM refuses to start without one; loopback 
 
 def peers_dir() -> Path:
     return Path(os.environ.get("PEERS_DIR") or REPO / ".peers")
-
-
-def pinned_versions() -> dict[str, str]:
-    """The pins from .ci/peers/versions.env (KEY=VALUE lines)."""
-    out: dict[str, str] = {}
-    for line in (CI_PEERS / "versions.env").read_text(encoding="utf-8").splitlines():
-        line = line.strip()
-        if line and not line.startswith("#") and "=" in line:
-            k, v = line.split("=", 1)
-            out[k.strip()] = v.strip()
-    return out
-
-
-@dataclass
-class Running:
-    """A started component: its base URL (no trailing /v1) and the server handle."""
-
-    name: str
-    url: str
-    server: ManagedServer
-    version: str = ""
 
 
 def _logs() -> Path:
