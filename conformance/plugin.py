@@ -41,10 +41,11 @@ MARKERS = {
 }
 
 _SESSION = pytest.StashKey[object]()
-# The option choices, kept equal to conformance.suite.config's APIS / CLIENTS (the registered wires
-# and client profiles) by a test: loading the plugin must not load the suite for every pytest run.
+# The --conformance-api choices, kept equal to conformance.suite.config's APIS (the registered
+# wires) by a test: loading the plugin must not load the suite for every pytest run. The client
+# names are not repeated here: the suite's config checks --conformance-client against the
+# registered profiles when it resolves a run, so a new client is one profile and nothing else.
 APIS = ("auto", "anthropic", "openai", "responses")
-CLIENTS = ("all", "claude-code", "codex", "opencode")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -62,7 +63,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="the model expected to answer when SENT is asked (a router alias); repeatable or comma-separated")
     g.addoption("--conformance-api-key", metavar="KEY",
                 help="API key, sent the way each client sends it (env CONFORMANCE_API_KEY)")
-    g.addoption("--conformance-client", choices=CLIENTS, default=None,
+    g.addoption("--conformance-client", metavar="all|CLIENT", default=None,
                 help="which client's captures to replay (default all); naming one selects its wire: a target "
                      "that does not serve it fails instead of skipping (codex: suite.responses.available)")
     g.addoption("--conformance-client-version", metavar="V[,V...]|all|current", default=None,
@@ -105,6 +106,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def _hooks():
     """`conformance.suite.hooks`, imported when a run needs the suite (module rules: not with the
     entry point, which every pytest run loads)."""
+    # lazily loaded: the suite and the judge only when a target is given, never with the entry point
     from conformance.suite import hooks
 
     return hooks

@@ -1,29 +1,49 @@
-"""The floors of `conformance`, kept by tests that read the source (ast), not by review.
+"""The layout of `conformance`, kept by tests that read the source (ast), not by review.
 
 Rules (docs/DEVELOPING.md, "Layout"):
 - Every judge module sits on one floor, named by its package; the top-level
   `conformance/__init__.py` counts as core. Bottom to top:
-  core < wire < net < checks < capture < report < layers < {loop, clients, probes}
-  < {suite, commands, peers} < {plugin, cli}. A module imports its own floor or a lower one, never
-  a higher one — not even lazily inside a function (every `import` in the file counts).
+  core < wire < clients < net < checks < capture < report < layers < {loop, probes}
+  < {suite, commands, peers, locust} < {plugin, cli}. A module imports its own floor or a lower
+  one, never a higher one — not even lazily inside a function (every `import` in the file counts).
 - The test doubles (engine/, router/) stand apart: their own tests (tests/engine/test_independence.py,
   tests/router/test_independence.py) allow them only their own package and conformance.core.paths.
   The judge may import a double only from a front end that launches it — commands, suite, peers,
-  clients, plugin, cli and capture.recapture (the recapture drives the real clients against the
+  plugin, cli and capture.recapture (the recapture drives the real clients against the
   reference engine); those imports are legitimate and allowed here.
 - No import circle between modules, counting module-level and function-level imports alike.
 - Directly in conformance/ sit only `__init__.py`, `cli.py` and `plugin.py`: everything else has a floor.
-- Outside conformance/wire/, judge code asks `conformance.wire.dialect.dialect(api)` instead of
-  comparing against a dialect name; a line that truly must compare carries
-  `# dialect-name: <reason>` and is listed when the test runs.
+- A wire is known by name only inside conformance/wire/, a client only inside conformance/clients/
+  (the doubles speak their own names): elsewhere no comparison (`==`, `!=`, `is`, `in`, either
+  side), `.startswith`/`.endswith`, dict key or `case` names a registered dialect (its name string
+  or its constant, ANTHROPIC / CHAT / RESPONSES) or a registered client, and no tuple, list or set
+  lists two client names. Code passes a Dialect and asks its properties, and asks a client's
+  profile. The names are read from the registries, so a new wire or client is guarded at once.
+- No module is over 500 lines unless LONG_MODULES lists it with why (data tables only).
+- A fresh process's `conformance report html` shows the title of every check of every scope a
+  results file names (the registry loads its catalog itself).
+- An import of a conformance module inside a function carries a comment on its line or the line
+  above saying why: the circle it breaks, or the optional part it loads lazily.
+- Tests mirror packages: every folder in tests/ is a conformance package's name (or `plugin`, for
+  plugin.py); a file directly in tests/ is a shared helper listed in SHARED_TEST_FILES.
 """
 
 from __future__ import annotations
 
 import ast
-import re
+import io
+import json
+import subprocess
+import sys
+import tokenize
 from collections.abc import Iterator
+from html import escape
 from pathlib import Path
+
+import conformance.wire
+from conformance.clients import PROFILES
+from conformance.core.results import Result
+from conformance.wire.dialect import DIALECTS, Dialect
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1] / "conformance"
 
@@ -200,65 +220,282 @@ def test_only_the_entry_points_sit_directly_in_the_package():
                        "everything else goes on its floor (docs/DEVELOPING.md, 'Where does it go')")
 
 
-# ----------------------------------------------------------------------------- (d) dialect names
-DIALECT_NAMES = {"anthropic", "openai", "responses"}
-EXCEPTION_COMMENT = re.compile(r"#\s*dialect-name:(.*)$")
-DIALECT_EXEMPT = {"wire", *DOUBLES}  # wire/ owns the names; the doubles are independent by design
+# ----------------------------------------------------------------------------- (d) names of wires and clients
+# The registered names and constants, read from the registries themselves: a new wire or client
+# is guarded the moment it is registered.
+DIALECT_NAMES = frozenset(d.name for d in DIALECTS.values()) | frozenset(DIALECTS)
+DIALECT_CONSTANTS = frozenset(name for name, value in vars(conformance.wire).items() if isinstance(value, Dialect))
+CLIENT_NAMES = frozenset(PROFILES)
+# Who owns the names: wire/ its wires', clients/ its clients'; the doubles speak their own names
+# (they import nothing of the judge, by design).
+DIALECT_OWNERS = {"wire", *DOUBLES}
+CLIENT_OWNERS = {"clients", *DOUBLES}
+COLLECTIONS = (ast.Tuple, ast.List, ast.Set)
 
 
-def _is_name(node: ast.AST) -> bool:
-    return isinstance(node, ast.Constant) and node.value in DIALECT_NAMES
+class NameUses(ast.NodeVisitor):
+    """(line, column, what) for every place a source names a wire or a client to decide by it:
+    a comparison (`==`, `!=`, `is`, `in`, either side) against a name string or a Dialect constant,
+    `.startswith`/`.endswith` with a name, a dict literal keyed by one, a `case` on one, and with
+    `lists` a tuple/list/set literal of two names or more (a list of the clients)."""
+
+    def __init__(self, names: frozenset[str], constants: frozenset[str] = frozenset(), lists: bool = False):
+        self.names, self.constants, self.lists = names, set(constants), lists
+        self.found: set[tuple[int, int, str]] = set()
+
+    def _name(self, node: ast.AST) -> bool:
+        return isinstance(node, ast.Constant) and node.value in self.names
+
+    def _constant(self, node: ast.AST) -> bool:
+        return ((isinstance(node, ast.Name) and node.id in self.constants)
+                or (isinstance(node, ast.Attribute) and node.attr in self.constants))
+
+    def _named(self, node: ast.AST) -> bool:
+        one = self._name(node) or self._constant(node)
+        return one or (isinstance(node, COLLECTIONS) and any(self._name(e) or self._constant(e) for e in node.elts))
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:  # `from conformance.wire import CHAT as C`
+        self.constants |= {a.asname for a in node.names if a.name in self.constants and a.asname}
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        if any(self._named(operand) for operand in (node.left, *node.comparators)):
+            self.found.add((node.lineno, node.col_offset, "compares against"))
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if (isinstance(node.func, ast.Attribute) and node.func.attr in ("startswith", "endswith")
+                and any(self._named(a) for a in node.args)):
+            self.found.add((node.lineno, node.col_offset, f"calls .{node.func.attr} with"))
+        self.generic_visit(node)
+
+    def visit_Dict(self, node: ast.Dict) -> None:
+        for key in node.keys:
+            if key is not None and (self._name(key) or self._constant(key)):
+                self.found.add((key.lineno, key.col_offset, "keys a dict literal by"))
+        self.generic_visit(node)
+
+    def visit_MatchValue(self, node: ast.MatchValue) -> None:
+        if self._name(node.value) or self._constant(node.value):
+            self.found.add((node.lineno, node.col_offset, "matches a case on"))
+        self.generic_visit(node)
+
+    def _collection(self, node: ast.Tuple | ast.List | ast.Set) -> None:
+        if self.lists and sum(self._name(e) for e in node.elts) >= 2:
+            self.found.add((node.lineno, node.col_offset, "lists"))
+        self.generic_visit(node)
+
+    visit_Tuple = visit_List = visit_Set = _collection
 
 
-def dialect_name_uses(source: str) -> Iterator[tuple[int, int, str]]:
-    """(first line, last line, what) for every comparison against a dialect name and dict key by one."""
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Compare):
-            operands = [node.left, *node.comparators]
-            for op, left, right in zip(node.ops, operands, operands[1:], strict=False):
-                if isinstance(op, (ast.Eq, ast.NotEq)) and (_is_name(left) or _is_name(right)):
-                    yield node.lineno, node.end_lineno or node.lineno, "compares against a dialect name"
-                elif (isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, (ast.Tuple, ast.List, ast.Set))
-                      and any(_is_name(e) for e in right.elts)):
-                    yield node.lineno, node.end_lineno or node.lineno, "tests membership in dialect names"
-        elif isinstance(node, ast.Dict):
-            for key in node.keys:
-                if key is not None and _is_name(key):
-                    yield key.lineno, key.end_lineno or key.lineno, "keys a dict literal by a dialect name"
-        elif isinstance(node, ast.MatchValue) and _is_name(node.value):
-            yield node.lineno, node.end_lineno or node.lineno, "matches a case on a dialect name"
+def name_uses(source: str, names: frozenset[str], constants: frozenset[str] = frozenset(),
+              lists: bool = False) -> list[tuple[int, int, str]]:
+    visitor = NameUses(names, constants, lists)
+    visitor.visit(ast.parse(source))
+    return sorted(visitor.found)
 
 
-def _dialect_scan() -> tuple[list[str], list[str]]:
-    offenders: set[tuple[str, int, str]] = set()
-    exceptions: set[tuple[str, int, str]] = set()
-    for module in judge_modules():
-        if floor_of(module) in DIALECT_EXEMPT:
+def _name_scan(owners: set[str], kind: str, **scan) -> list[str]:
+    offenders = []
+    for module in MODULES:
+        if floor_of(module) in owners:
             continue
         lines = MODULES[module].read_text(encoding="utf-8").splitlines()
-        for first, last, what in dialect_name_uses("\n".join(lines)):
-            reasons = [m.group(1).strip() for m in map(EXCEPTION_COMMENT.search, lines[first - 1:last]) if m]
-            code = lines[first - 1].strip()
-            if any(reasons):
-                exceptions.add((rel(module), first, f"{code}  [{'; '.join(r for r in reasons if r)}]"))
-            else:
-                offenders.add((rel(module), first, f"{code}  <- {what}"
-                               + ("; the # dialect-name: comment needs a reason" if reasons else "")))
-    return ([f"{path}:{line}: {text}" for path, line, text in sorted(offenders)],
-            [f"{path}:{line}: {text}" for path, line, text in sorted(exceptions)])
+        for line, column, what in name_uses("\n".join(lines), **scan):
+            offenders.append(f"{rel(module)}:{line}:{column + 1}: {lines[line - 1].strip()}  <- {what} {kind}")
+    return offenders
 
 
-def test_dialect_name_scanner_sees_every_form():
+def test_name_scanner_sees_every_form():
     source = ('a = api == "anthropic"\nb = "openai" != api\nc = api in ("anthropic", "x")\n'
               'd = api not in {"responses"}\ne = {"openai": 1}\nf = api == "other"\ng = "openai" in text\n'
-              'match api:\n    case "anthropic":\n        pass\n')
-    assert [(first, what.split()[0]) for first, _, what in dialect_name_uses(source)] == [
-        (1, "compares"), (2, "compares"), (3, "tests"), (4, "tests"), (5, "keys"), (9, "matches")]
+              'match api:\n    case "anthropic":\n        pass\nh = wire is RESPONSES\ni = dialect(x) is not CHAT\n'
+              'j = d.name == "responses"\nk = w in (CHAT, ANTHROPIC)\nl = w == wire_pkg.ANTHROPIC\nm = {CHAT: 1}\n'
+              'from conformance.wire import CHAT as C\nn = w is C\no = w is wire\np = name.startswith("openai")\n'
+              'q = ("anthropic", "openai")\n')
+    seen = name_uses(source, frozenset({"anthropic", "openai", "responses"}),
+                     frozenset({"ANTHROPIC", "CHAT", "RESPONSES"}))
+    assert [line for line, _, _ in seen] == [1, 2, 3, 4, 5, 7, 9, 11, 12, 13, 14, 15, 16, 18, 20]
+    clients = name_uses('CLIENTS = ("all", "claude-code", "codex")\nx = {"claude-code": 1}\n'
+                        'y = k.startswith("opencode")\nz = "codex" in test_id\nw = ("codex",)\n',
+                        frozenset({"claude-code", "codex", "opencode"}), lists=True)
+    assert [(line, what) for line, _, what in clients] == [
+        (1, "lists"), (2, "keys a dict literal by"), (3, "calls .startswith with"), (4, "compares against")]
 
 
-def test_judge_code_outside_wire_never_branches_on_a_dialect_name():
-    offenders, exceptions = _dialect_scan()
-    print("listed exceptions (# dialect-name: <reason>):\n" + ("\n".join(exceptions) or "(none)"))
+def test_judge_code_outside_wire_never_decides_by_a_dialect_name_or_identity():
+    offenders = _name_scan(DIALECT_OWNERS, "a dialect name or constant", names=DIALECT_NAMES,
+                           constants=DIALECT_CONSTANTS)
     assert not offenders, (
-        f"{len(offenders)} dialect-name branch(es) outside conformance/wire/ (ask conformance.wire.dialect.dialect(api) "
-        "instead, or keep the line with a `# dialect-name: <reason>` comment):\n" + "\n".join(offenders))
+        f"{len(offenders)} comparison(s) against a dialect's name or identity outside conformance/wire/: pass the "
+        "Dialect and ask one of its properties (carries_items, may_be_absent, rule_prefix, ...), or add one:\n"
+        + "\n".join(offenders))
+
+
+def test_judge_code_outside_clients_never_decides_by_a_client_name():
+    offenders = _name_scan(CLIENT_OWNERS, "a client name", names=CLIENT_NAMES, lists=True)
+    assert not offenders, (
+        f"{len(offenders)} comparison(s), table(s) or list(s) of client names outside conformance/clients/: a fact "
+        "about a client is a field of its profile (conformance/clients/profile.py), and code asks the profile "
+        "(profile(name), PROFILES):\n" + "\n".join(offenders))
+
+
+# ----------------------------------------------------------------------------- (e) module size
+MAX_LINES = 500
+# Modules allowed over MAX_LINES: data tables only (path -> why). Each entry must still be over
+# the limit, so a listed module that shrinks leaves the list.
+LONG_MODULES = {
+    # TEMPORARY: being split (the Dialect base, the conversation model and the registry apart);
+    # remove this entry when the split lands.
+    "conformance/wire/dialect.py": "being split",
+}
+
+
+def _line_count(path: Path) -> int:
+    return len(path.read_text(encoding="utf-8").splitlines())
+
+
+def test_no_module_is_over_500_lines_unless_listed():
+    long = {rel(m): _line_count(p) for m, p in MODULES.items() if _line_count(p) > MAX_LINES}
+    unlisted = [f"{path}: {n} lines" for path, n in sorted(long.items()) if path not in LONG_MODULES]
+    assert not unlisted, (f"modules over {MAX_LINES} lines: split them at their seams (docs/DEVELOPING.md); only a "
+                          "data table may be listed in LONG_MODULES here, with why:\n" + "\n".join(unlisted))
+    stale = sorted(set(LONG_MODULES) - set(long))
+    assert not stale, f"listed in LONG_MODULES but not over {MAX_LINES} lines (or gone): remove them: {stale}"
+
+
+# ----------------------------------------------------------------------------- (f) a fresh report
+REPORT_SCOPES = ("wire", "exchange", "hop", "loop", "probe", "suite")
+
+
+def _fresh(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """Run in a new interpreter that has imported nothing of this test session."""
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=120, cwd=cwd)
+
+
+def registering_modules() -> list[str]:
+    """The judge modules whose source registers a check (calls register, check or register_rule),
+    found from the source, not by the registry's own loader, which is what is under test."""
+    found = []
+    for module, path in MODULES.items():
+        if floor_of(module) in (*DOUBLES, "locust"):  # locust monkey-patches the process on import
+            continue
+        calls = (n.func for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if isinstance(n, ast.Call))
+        if any((f.id if isinstance(f, ast.Name) else getattr(f, "attr", "")) in ("register", "check", "register_rule")
+               for f in calls):
+            found.append(module)
+    return found
+
+
+# Every check the project's modules register, listed by a process that imports those modules by
+# name first (not this one: the tests register checks of their own).
+LIST_CHECKS = ("import importlib, json, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"
+               "from conformance.core import registry\n"
+               "print(json.dumps([[spec.id, spec.scope, spec.title] for spec in registry.registered()]))")
+
+
+def test_a_fresh_report_html_shows_the_title_of_every_scope_s_checks(tmp_path):
+    """`conformance report html` in a new process (nothing imported beforehand, as a user runs it)
+    finds the title of every check a results file names, whichever module registered it."""
+    listed = _fresh("-c", LIST_CHECKS, *registering_modules())
+    assert listed.returncode == 0, listed.stderr
+    checks = json.loads(listed.stdout)
+    titles = {check_id: title for check_id, _, title in checks}
+    ids = {scope: [check_id for check_id, of, _ in checks if of == scope] for scope in REPORT_SCOPES}
+    assert all(ids.values()), f"scopes with no registered check: {[s for s, found in ids.items() if not found]}"
+    picked = [check_id for found in ids.values() for check_id in found]
+    results = tmp_path / "run" / "results"
+    results.mkdir(parents=True)
+    records = [Result(test_id=f"test_replay.py::test_replay[claude-code/x-{n}]", check_id=check_id,
+                      outcome="failed" if n % 2 else "passed", api="anthropic", message=f"finding {n}")
+               for n, check_id in enumerate(picked)]
+    (results / "results-main.jsonl").write_text("".join(r.to_json() + "\n" for r in records), encoding="utf-8")
+    done = _fresh("-m", "conformance.cli", "report", "html", str(tmp_path / "run"))
+    assert done.returncode == 0, done.stderr
+    page = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
+    missing = [check_id for check_id in picked if escape(titles[check_id], quote=True) not in page]
+    assert not missing, (f"report.html rendered in a fresh process lacks the titles of {len(missing)} of "
+                         f"{len(picked)} checks (is every module that registers one in registry.CATALOG?): "
+                         f"{missing[:12]}{' ...' if len(missing) > 12 else ''}")
+
+
+# ----------------------------------------------------------------------------- (g) function-level imports
+def _comment_lines(source: str) -> set[int]:
+    return {tok.start[0] for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+            if tok.type == tokenize.COMMENT}
+
+
+def unexplained_function_imports(source: str) -> list[int]:
+    """The first line of every import of a conformance module inside a function with no comment on
+    its lines or the line above. Consecutive imports share the comment above the first of them."""
+    comments = _comment_lines(source)
+    unexplained = []
+
+    def conformance_import(node: ast.stmt) -> bool:
+        if isinstance(node, ast.Import):
+            return any(alias.name.split(".")[0] == "conformance" for alias in node.names)
+        if isinstance(node, ast.ImportFrom):
+            return bool(node.level) or (node.module or "").split(".")[0] == "conformance"
+        return False
+
+    for function in ast.walk(ast.parse(source)):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for body in (getattr(n, field) for n in ast.walk(function) for field in ("body", "orelse", "finalbody")
+                     if isinstance(getattr(n, field, None), list)):
+            explained_above = False
+            previous_end = -1
+            for statement in body:
+                if not isinstance(statement, (ast.Import, ast.ImportFrom)):
+                    explained_above = False
+                    continue
+                lines = set(range(statement.lineno - 1, (statement.end_lineno or statement.lineno) + 1))
+                explained = bool(lines & comments) or (explained_above and previous_end == statement.lineno - 1)
+                if conformance_import(statement) and not explained:
+                    unexplained.append(statement.lineno)
+                explained_above, previous_end = explained, statement.end_lineno or statement.lineno
+    return sorted(set(unexplained))
+
+
+def test_function_import_scanner():
+    source = ("def a():\n    from conformance.x import y\n"  # 2: unexplained
+              "def b():\n    # a circle: x imports this module\n    from conformance.x import y\n    import conformance.z\n"
+              "def c():\n    import json\n    from . import sibling  # lazily loaded: only when asked\n"
+              "def d():\n    if x:\n        from conformance import __version__\n"  # 12: unexplained
+              "def e():\n    import json\n\n    from conformance.q import r\n")  # 16: a blank line breaks the block
+    assert unexplained_function_imports(source) == [2, 12, 16]
+
+
+def test_every_function_level_import_says_why():
+    bad = []
+    for module, path in MODULES.items():
+        source = path.read_text(encoding="utf-8")
+        lines = source.splitlines()
+        bad += [f"{rel(module)}:{n}: {lines[n - 1].strip()}" for n in unexplained_function_imports(source)]
+    assert not bad, ("imports of conformance modules inside a function with no comment saying why (on the line or "
+                     "the line above: the circle it breaks, or the optional part it loads lazily); move them to "
+                     "the module top where nothing forces them down:\n" + "\n".join(bad))
+
+
+# ----------------------------------------------------------------------------- (h) tests mirror packages
+TESTS_DIR = Path(__file__).resolve().parent
+# Files directly in tests/: shared by the test packages, or about the whole tree (name -> why).
+SHARED_TEST_FILES = {
+    "conftest.py": "the root conftest (pytester is enabled only there)",
+    "suite_runner.py": "the reference engine in a thread and the suite in pytester (tests/suite, tests/plugin)",
+    "loopback.py": "a scripted aiohttp app on a loopback port, for the tests of several packages",
+    "test_layout.py": "the floors of the whole tree",
+    "test_fault_table.py": "fixtures/faults.json against FAULTS.md, the registry and both doubles",
+    "test_sdk_api_script.py": "scripts/sdk_api_tests.py, which is no package's",
+}
+
+
+def test_tests_mirror_packages():
+    packages = {p.parent.name for p in PACKAGE_DIR.glob("*/__init__.py")} | {"plugin"}
+    folders = sorted(p.name for p in TESTS_DIR.iterdir()
+                     if p.is_dir() and not p.name.startswith((".", "_")) and p.name not in packages)
+    files = sorted(p.name for p in TESTS_DIR.iterdir() if p.is_file() and p.name not in SHARED_TEST_FILES)
+    problems = [f"tests/{name}/: no conformance package of that name (tests/<package>/ holds the tests of "
+                "conformance/<package>/, tests/plugin/ those of plugin.py)" for name in folders]
+    problems += [f"tests/{name}: a module's tests go in tests/<package>/; a shared helper is listed in "
+                 "SHARED_TEST_FILES here, with why" for name in files]
+    assert not problems, "tests do not mirror packages:\n" + "\n".join(problems)

@@ -44,4 +44,5 @@ OPENCODE = register_profile(ClientProfile(
                             text=(re.compile(r"\bses_[0-9A-Za-z]{16,40}\b"),)),
     quotes_prompt=True,
     tool_choice="auto",
+    max_tokens={"": None},  # its provider package chooses the value: read from its captures
 ))

@@ -108,6 +108,9 @@ class ClientProfile:
     # tools a first request must offer to serve as a loop template (Codex offers apply_patch only
     # with a model catalog entry that enables it; captures without one edit through the shell)
     loop_tools: tuple[str, ...] = ()
+    # the max_tokens it sends, as documented (WIRE.md), by when ("": usually), for the context
+    # probes' usable-context figures; None: it sends one, but only its captures say which
+    max_tokens: Mapping[str, int | None] = field(default_factory=dict)
 
     @property
     def wire(self) -> Dialect:

@@ -14,6 +14,18 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
+import sys
+import time
+from pathlib import Path
+
+from conformance.capture.corpus import load_captures
+from conformance.capture.diff import diff_paths, drift_summary, format_diff
+from conformance.capture.format import CaptureFormatError
+from conformance.capture.proxy import CaptureRecorder, CaseInfo, run_proxy_forever
+from conformance.capture.redact import SECRET_HEADERS, RedactionConfig
+from conformance.engine.launch import serve_engine_in_thread
+
 NAME = "capture"
 HELP = "record a client's requests through a redacting proxy (or --diff two corpora)"
 DESCRIPTION = (
@@ -60,13 +72,7 @@ def _parse_listen(value: str) -> tuple[str, int]:
 
 
 def run(args) -> int:
-    import sys
-
     if args.diff:
-        from conformance.capture.corpus import load_captures
-        from conformance.capture.diff import diff_paths, drift_summary, format_diff
-        from conformance.capture.format import CaptureFormatError
-
         try:
             changes = diff_paths(*args.diff, responses=args.diff_responses)
             old, new = (load_captures(p) for p in args.diff)
@@ -95,13 +101,6 @@ def run(args) -> int:
         print(f"conformance capture: {exc}", file=sys.stderr)
         return 2
 
-    import contextlib
-    import time
-    from pathlib import Path
-
-    from conformance.capture.proxy import CaptureRecorder, CaseInfo, run_proxy_forever
-    from conformance.capture.redact import SECRET_HEADERS, RedactionConfig
-
     label = args.label or time.strftime("capture-%Y%m%dT%H%M%SZ", time.gmtime())
     if "/" in label or label.startswith("."):
         print(f"conformance capture: --label {label!r} must be a plain file name", file=sys.stderr)
@@ -124,8 +123,6 @@ def run(args) -> int:
     with contextlib.ExitStack() as stack:
         upstream = args.upstream
         if args.engine:
-            from conformance.engine.launch import serve_engine_in_thread
-
             upstream = stack.enter_context(serve_engine_in_thread())
         run_proxy_forever(upstream, recorder, host, port)
     path = recorder.save()

@@ -17,9 +17,9 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
+from conformance import __version__
 from conformance.peers.servers import ManagedServer, free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,27 +34,6 @@ MASTER_KEY = "sk-peers-local"  # LiteLLM refuses to start without one; loopback 
 
 def peers_dir() -> Path:
     return Path(os.environ.get("PEERS_DIR") or REPO / ".peers")
-
-
-def pinned_versions() -> dict[str, str]:
-    """The pins from .ci/peers/versions.env (KEY=VALUE lines)."""
-    out: dict[str, str] = {}
-    for line in (CI_PEERS / "versions.env").read_text(encoding="utf-8").splitlines():
-        line = line.strip()
-        if line and not line.startswith("#") and "=" in line:
-            k, v = line.split("=", 1)
-            out[k.strip()] = v.strip()
-    return out
-
-
-@dataclass
-class Running:
-    """A started component: its base URL (no trailing /v1) and the server handle."""
-
-    name: str
-    url: str
-    server: ManagedServer
-    version: str = ""
 
 
 def _logs() -> Path:
@@ -175,8 +154,6 @@ def _venv_version(venv: str, dist: str) -> str:
 
 def installed_versions() -> dict[str, str]:
     """Each component's version as installed (read from the installs themselves)."""
-    from conformance import __version__
-
     out = {"conformance": __version__, "reference-engine": __version__}
     out["litellm"] = _venv_version("litellm", "litellm")
     pkg = peers_dir() / "ccr" / "node_modules" / "@musistudio" / "claude-code-router" / "package.json"

@@ -37,6 +37,7 @@ import sys
 import time
 from pathlib import Path
 
+from conformance.core.paths import captured_dir
 from conformance.peers import components
 from conformance.peers.matrix import write_matrix
 from conformance.peers.servers import ManagedServer, ServerStartError, log_tail
@@ -305,8 +306,6 @@ def main(argv: list[str] | None = None) -> int:
     versions = components.installed_versions()
     trimmed = None
     if any(s.real_model for s in stacks):
-        from conformance.core.paths import captured_dir
-
         trimmed = write_trimmed(captured_dir(), components.peers_dir() / "run" / "captures-trimmed")
     t0 = time.monotonic()
     records = []

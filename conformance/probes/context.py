@@ -35,6 +35,7 @@ from conformance.checks.context import (
     OVER_LIMIT_REFUSED,
     USABLE_AGENT_CONTEXT,
 )
+from conformance.clients import PROFILES
 from conformance.core import registry
 from conformance.core.paths import captured_dir
 from conformance.net.transport import Deadlines, RawExchange
@@ -54,9 +55,6 @@ from conformance.probes.sizing import SYSTEM, TOLERANCE, ContextProbe, NeedlePoi
 
 NEAR_LIMIT = 0.9
 OVER_LIMIT = 1.10
-
-# Clients' max_tokens (docs/wire-facts.md, Claude Code 2.1.197): 64000, 32000 for unknown/local model names.
-CLIENT_MAX_TOKENS = {"claude-code": 64000, "claude-code (local model name)": 32000}
 
 
 def needle_outcomes(points: list[NeedlePoint], limit: LimitInfo, near: float = NEAR_LIMIT) -> list[ProbeOutcome]:
@@ -238,6 +236,24 @@ async def advertised_outcome(probe: ContextProbe, *, max_factor: float = 4.0) ->
     return ProbeOutcome(ADVERTISED_MATCHES, "failed", v.message, [v], figures)
 
 
+def client_max_tokens(captures_root: Path | None = None) -> dict[str, int | None]:
+    """The max_tokens each client sends, by label: its profile's documented values, then its
+    captured ones; a client whose profile leaves the value to its captures, with none captured,
+    is listed as None (said so, not guessed)."""
+    captured = captured_max_tokens(captures_root)
+    documented: dict[str, int | None] = {}
+    unknown: dict[str, int | None] = {}
+    for client in PROFILES.values():
+        for when, value in client.max_tokens.items():
+            label = f"{client.name} ({when})" if when else client.name
+            if value is not None:
+                documented[label] = value
+            elif client.name not in captured:
+                unknown[label] = None
+    found = {f"{client} (captured, max_tokens {v})": v for client, values in captured.items() for v in values}
+    return {**documented, **found, **unknown}
+
+
 def captured_max_tokens(root: Path | None = None) -> dict[str, list[int]]:
     """max_tokens values the captured clients sent, per client name."""
     out: dict[str, set[int]] = {}
@@ -290,16 +306,11 @@ async def usable_context_outcome(probe: ContextProbe, *, captures_root: Path | N
             counts, note = None, f"max_tokens {round(0.6 * limit)} is refused even with a short prompt: {error_message(raw2)[:160]}"
     else:
         counts, note = None, describe_exchange(raw)
-    clients: dict[str, int | None] = dict(CLIENT_MAX_TOKENS)
-    for client, values in captured_max_tokens(captures_root).items():
-        for v in values:
-            clients[f"{client} (captured, max_tokens {v})"] = v
-    if not any(k.startswith("opencode") for k in clients):
-        clients["opencode"] = None  # no capture to read its value from: said so, not guessed
+    clients = client_max_tokens(captures_root)
     usable: dict[str, Any] = {}
     for name, mt in clients.items():
         if mt is None:
-            usable[name] = "unknown (no opencode capture with max_tokens)"
+            usable[name] = f"unknown (no {name} capture with max_tokens)"
         elif counts:
             usable[name] = max(0, limit - mt)
         else:

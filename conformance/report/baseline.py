@@ -45,9 +45,6 @@ class Baseline:
     def for_test(self, key: str) -> dict[str, str]:
         return self.known.get(key, {})
 
-    def tests(self) -> set[str]:
-        return set(self.known)
-
 
 def load(path: Path | str) -> Baseline:
     path = Path(path)

@@ -9,9 +9,9 @@ Rules:
   Fixture override: a `conformance_overrides` fixture returning a dict of field names.
 - Options owned by other areas (engine URL, concurrency, repeat, ...) are read by name through
   `SuiteConfig.option(name)`; they need no field here.
-- The wire names (`--conformance-api`) are the registered wires', the client names
-  (`--conformance-client`) the registered client profiles' (plugin.py repeats both as its option
-  choices, kept equal by a test: loading the plugin loads neither registry).
+- The wire names (`--conformance-api`) are the registered wires' (plugin.py repeats them as its
+  option choices, kept equal by a test: loading the plugin loads no registry); the client names
+  (`--conformance-client`) are the registered client profiles', checked here and nowhere else.
 """
 
 from __future__ import annotations
@@ -27,7 +27,12 @@ from conformance.net.transport import Deadlines
 from conformance.wire.dialect import DIALECTS
 
 APIS = ("auto", *DIALECTS)
-CLIENTS = ("all", *PROFILES)
+
+
+def known_clients() -> tuple[str, ...]:
+    """What `--conformance-client` accepts: all, or a registered profile's name (asked when a run
+    is resolved, so a profile registered after this module loaded counts)."""
+    return ("all", *PROFILES)
 
 
 class ConfigError(ValueError):
@@ -111,8 +116,9 @@ def parse_model_map(values: list[str] | str | None) -> dict[str, str]:
 def _coerce(d: dict[str, Any]) -> dict[str, Any]:
     if "api" in d and d["api"] not in APIS:
         raise ConfigError(f"api {d['api']!r} is not one of {APIS}")
-    if "client" in d and d["client"] not in CLIENTS:
-        raise ConfigError(f"client {d['client']!r} is not one of {CLIENTS}")
+    if "client" in d and d["client"] not in known_clients():
+        raise ConfigError(f"client {d['client']!r} (--conformance-client) is not a known client; known clients: "
+                          f"{', '.join(known_clients())} (each a profile in conformance/clients/)")
     for key in ("captures", "report_dir", "baseline", "baseline_write"):
         if key in d and d[key] is not None and not isinstance(d[key], Path):
             d[key] = Path(d[key])

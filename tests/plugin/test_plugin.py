@@ -95,6 +95,26 @@ def test_bad_option_value_is_a_usage_error(pytester):
     assert "is not an http(s) URL" in result.stderr.str() + result.stdout.str()
 
 
+def test_unknown_client_is_a_usage_error_listing_the_known_clients(pytester):
+    """The client names are the profiles', checked where the run is resolved (no option choices
+    repeat them in the plugin)."""
+    result = pytester.runpytest_inprocess(f"--target=http://127.0.0.1:{_closed_port()}",
+                                          "--conformance-client=qwen", "-p", "no:cacheprovider", *QUIET)
+    assert result.ret == 4
+    out = result.stderr.str() + result.stdout.str()
+    assert "client 'qwen' (--conformance-client) is not a known client" in out, out
+    assert "known clients: all, claude-code, codex, opencode" in out, out
+
+
+def test_a_client_named_on_the_command_line_is_kept(pytester):
+    pytester.makepyfile(test_client="def test_client(conformance_settings):\n"
+                                    "    assert conformance_settings.client == 'codex'\n")
+    result = pytester.runpytest_inprocess(f"--target=http://127.0.0.1:{_closed_port()}", "--conformance-client",
+                                          "codex", "--conformance-deadline-connect=1", "test_client.py",
+                                          "-p", "no:cacheprovider", *QUIET)
+    result.assert_outcomes(passed=1)
+
+
 def test_dead_target_fails_fast_naming_the_first_failure(pytester, suite):
     start = time.monotonic()
     run = suite(pytester, f"http://127.0.0.1:{_closed_port()}", captures=SMALL)
