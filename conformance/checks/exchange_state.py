@@ -20,7 +20,8 @@ from urllib.parse import urlsplit
 from conformance.core.registry import violation
 from conformance.core.verdict import Verdict
 from conformance.net.transport import RawExchange
-from conformance.wire.dialect import Dialect, is_count_tokens_path
+from conformance.wire.dialect import Dialect
+from conformance.wire.registry import is_count_tokens_path
 
 
 @dataclass

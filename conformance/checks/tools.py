@@ -68,7 +68,8 @@ from conformance.checks.exchange_state import ExchangeState
 from conformance.core.failures import Violation
 from conformance.core.registry import check, register, violation
 from conformance.core.verdict import Verdict, outcome_of
-from conformance.wire.dialect import Dialect, OfferedTool, ToolCall
+from conformance.wire.conversation import OfferedTool, ToolCall
+from conformance.wire.dialect import Dialect
 
 # Registered with their code below (the exchange checks).
 CALL_STRUCTURED = "tools.call_structured"

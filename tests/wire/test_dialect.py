@@ -7,7 +7,7 @@ import pytest
 from conformance.wire import ANTHROPIC, CHAT, RESPONSES
 from conformance.wire.anthropic import rules as anthropic
 from conformance.wire.chat import rules as openai
-from conformance.wire.dialect import DIALECTS, dialect
+from conformance.wire.registry import DIALECTS, dialect
 
 
 def test_cut_vocabulary_is_the_wire_modules_own():
