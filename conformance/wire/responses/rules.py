@@ -117,16 +117,16 @@ TRANSITIONS: dict[tuple[str, str], str] = {
     (CREATED, "error"): ERRORED,
     (RUNNING, "error"): ERRORED,
 }
-RULES = {
-    START: "the first event is response.created",
-    CREATED: "after response.created: in_progress, output items, then one terminal event",
-    RUNNING: "output items, then one terminal event",
-    ENDED: "nothing follows the terminal event",
-    ERRORED: "nothing follows an error event",
+RULES: dict[str, tuple[str, str]] = {
+    START: (GRAMMAR, "the first event is response.created"),
+    CREATED: (GRAMMAR, "after response.created: in_progress, output items, then one terminal event"),
+    RUNNING: (GRAMMAR, "output items, then one terminal event"),
+    ENDED: (GRAMMAR, "nothing follows the terminal event"),
+    ERRORED: (GRAMMAR, "nothing follows an error event"),
 }
 # Where a wrong event is recovered to (judging goes on): an event before response.created is
 # judged as if the response had started (the SDK raises there; the rest is still worth judging).
-RECOVER = {(START, "item"): RUNNING, (START, "progress"): CREATED, (START, "terminal"): ENDED}
+RECOVER: dict[tuple[str, str], str] = {(START, "item"): RUNNING, (START, "progress"): CREATED, (START, "terminal"): ENDED}
 
 
 @dataclass(frozen=True)
