@@ -432,7 +432,18 @@ class Dialect(RequestWriters):
 
     def demanded_tool_choice(self, request: dict | None) -> tuple[str, str | None, list[str] | None] | None:
         """What the request's tool_choice demands: ("force", name or None, allowed names or None),
-        ("forbid", None, None), or None when it demands nothing (auto, absent, unknown shapes)."""
+        ("forbid", None, None), or None when it demands nothing (auto, absent, unknown shapes).
+        The words are the OpenAI wires' (`required`: any tool, `none`); an object is the wire's
+        own shape (`demanded_tool_object`)."""
+        choice = (request or {}).get("tool_choice")
+        if choice == "required":
+            return "force", None, None
+        if choice == "none":
+            return "forbid", None, None
+        return self.demanded_tool_object(choice) if isinstance(choice, dict) else None
+
+    def demanded_tool_object(self, choice: dict) -> tuple[str, str | None, list[str] | None] | None:
+        """What an object tool_choice demands, read in this wire's shape (as `demanded_tool_choice`)."""
         raise NotImplementedError
 
     def slots(self, request: dict | None) -> Slots:

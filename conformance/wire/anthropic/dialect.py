@@ -103,8 +103,13 @@ class AnthropicDialect(Dialect):
         return parts
 
     def demanded_tool_choice(self, request: dict | None):
+        """Only an object: the OpenAI words (`required`, `none`) are no tool_choice on this wire."""
         choice = (request or {}).get("tool_choice")
-        kind = choice.get("type") if isinstance(choice, dict) else None
+        return self.demanded_tool_object(choice) if isinstance(choice, dict) else None
+
+    def demanded_tool_object(self, choice: dict):
+        """`any` (any tool), a named `tool`, or `none`."""
+        kind = choice.get("type")
         if kind == "any":
             return "force", None, None
         if kind == "tool" and isinstance(choice.get("name"), str):

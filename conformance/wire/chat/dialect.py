@@ -84,22 +84,17 @@ class ChatDialect(Dialect):
                 out[entry[0]] = entry[1]
         return out
 
-    def demanded_tool_choice(self, request: dict | None):
-        choice = (request or {}).get("tool_choice")
-        if choice == "required":
-            return "force", None, None
-        if choice == "none":
-            return "forbid", None, None
-        if isinstance(choice, dict):
-            if choice.get("type") == "function":
-                fn = choice.get("function")
-                name = fn.get("name") if isinstance(fn, dict) else None
-                return ("force", name, None) if isinstance(name, str) else None
-            allowed = choice.get("allowed_tools") if isinstance(choice.get("allowed_tools"), dict) else None
-            if choice.get("type") == "allowed_tools" and allowed and allowed.get("mode") == "required":
-                names = [((t.get("function") or {}).get("name") if isinstance(t.get("function"), dict) else t.get("name"))
-                         for t in allowed.get("tools") or [] if isinstance(t, dict)]
-                return "force", None, [n for n in names if isinstance(n, str)] or None
+    def demanded_tool_object(self, choice: dict):
+        """A named function, or `allowed_tools` in mode required (its tools by name)."""
+        if choice.get("type") == "function":
+            fn = choice.get("function")
+            name = fn.get("name") if isinstance(fn, dict) else None
+            return ("force", name, None) if isinstance(name, str) else None
+        allowed = choice.get("allowed_tools") if isinstance(choice.get("allowed_tools"), dict) else None
+        if choice.get("type") == "allowed_tools" and allowed and allowed.get("mode") == "required":
+            names = [((t.get("function") or {}).get("name") if isinstance(t.get("function"), dict) else t.get("name"))
+                     for t in allowed.get("tools") or [] if isinstance(t, dict)]
+            return "force", None, [n for n in names if isinstance(n, str)] or None
         return None
 
     def turns(self, request: dict | None) -> list[Turn]:

@@ -158,19 +158,14 @@ class ResponsesDialect(Dialect):
         """Tool name -> schema; a namespaced tool under its own name (what its call's `name` is)."""
         return {t.name: t.schema for t in self.offered_tool_specs(request)}
 
-    def demanded_tool_choice(self, request: dict | None):
-        choice = (request or {}).get("tool_choice")
-        if choice == "required":
-            return "force", None, None
-        if choice == "none":
-            return "forbid", None, None
-        if isinstance(choice, dict):
-            kind = choice.get("type")
-            if kind in ("function", "custom") and isinstance(choice.get("name"), str):
-                return "force", choice["name"], None
-            if kind == "allowed_tools" and choice.get("mode") == "required":
-                names = [t.get("name") for t in choice.get("tools") or [] if isinstance(t, dict)]
-                return "force", None, [n for n in names if isinstance(n, str)] or None
+    def demanded_tool_object(self, choice: dict):
+        """A named function or custom tool, or `allowed_tools` in mode required (its tools by name)."""
+        kind = choice.get("type")
+        if kind in ("function", "custom") and isinstance(choice.get("name"), str):
+            return "force", choice["name"], None
+        if kind == "allowed_tools" and choice.get("mode") == "required":
+            names = [t.get("name") for t in choice.get("tools") or [] if isinstance(t, dict)]
+            return "force", None, [n for n in names if isinstance(n, str)] or None
         return None
 
     def chat_messages(self, request: dict | None) -> list[dict]:
