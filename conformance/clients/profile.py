@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.clients.persona import Persona
+from conformance.core.named import add_named
 from conformance.wire.dialect import Dialect
 
 
@@ -131,11 +132,8 @@ PROFILES: dict[str, ClientProfile] = {}
 
 
 def register_profile(p: ClientProfile) -> ClientProfile:
-    existing = PROFILES.get(p.name)
-    if existing is not None and existing is not p:
-        raise ValueError(f"a client profile named {p.name!r} is registered already")
-    PROFILES[p.name] = p
-    return p
+    """Add a client (re-registering the same profile is a no-op; another one under a taken name is refused)."""
+    return add_named(PROFILES, p, "a client profile")
 
 
 def profile(name: str) -> ClientProfile:

@@ -11,6 +11,7 @@ Rules:
 
 from __future__ import annotations
 
+from conformance.core.named import add_named, remove_named
 from conformance.wire.dialect import Dialect
 
 DIALECTS: dict[str, Dialect] = {}
@@ -18,17 +19,12 @@ DIALECTS: dict[str, Dialect] = {}
 
 def register_dialect(d: Dialect) -> Dialect:
     """Add a wire (re-registering the same object is a no-op; another one under a taken name is refused)."""
-    existing = DIALECTS.get(d.name)
-    if existing is not None and existing is not d:
-        raise ValueError(f"a wire named {d.name!r} is registered already")
-    DIALECTS[d.name] = d
-    return d
+    return add_named(DIALECTS, d, "a wire")
 
 
 def unregister_dialect(d: Dialect) -> None:
     """Remove a wire registered with `register_dialect` (a wire defined for a while: a test's toy)."""
-    if DIALECTS.get(d.name) is d:
-        del DIALECTS[d.name]
+    remove_named(DIALECTS, d)
 
 
 def dialect(name: str | Dialect) -> Dialect:
