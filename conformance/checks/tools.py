@@ -311,8 +311,7 @@ def structured_outcome(message: Any, request: dict | None, wire: Dialect, *,
 )
 def call_structured(state: ExchangeState) -> list[Verdict]:
     """Tools offered: calls arrive structured, not as text that looks like a call."""
-    judged = structured_outcome(state.message, state.request, state.wire, turn=state.turn)
-    return [] if judged is None else [judged]
+    return state.answer_verdicts(structured_outcome)
 
 
 def arguments_outcomes(message: Any, request: dict | None, wire: Dialect, *, turn: int | None = None,
