@@ -431,6 +431,24 @@ def body_preview(body) -> str:
     return str(body)[:200]
 
 
+def answer_object(body, check_id: str, expected: str) -> tuple[dict | None, list[Violation]]:
+    """A non-stream answer's body as a JSON object: (the object, []), or (None, [the violation
+    under `check_id` saying it is not one; `expected` names what the wire answers])."""
+    data, err = load_json(body)
+    if err is not None or not isinstance(data, dict):
+        return None, [violation(check_id, f"the response body is not a JSON object ({err or type(data).__name__})",
+                                expected=expected, seen=body_preview(body))]
+    return data, []
+
+
+def schema_violations(schema: str, instance: Any, table: list[tuple[str, str, str]], kind: str,
+                      default: str) -> list[Violation]:
+    """Every problem of `instance` against the schema `schema`, each under the check id its
+    pointer maps to in `table` for `kind` (`check_for_pointer`), else `default`."""
+    return [violation(check_for_pointer(table, kind, ptr, default), msg, expected=expected, seen=seen, pointer=ptr)
+            for ptr, msg, expected, seen in schema_problems(schema, instance)]
+
+
 def error_envelope_problems(check_id: str, schema: str, status: int, body, shape: str,
                             *, error_status: bool = True) -> tuple[dict | None, list[Violation]]:
     """An error body checked against its wire's envelope schema: (the body as a dict or None,
