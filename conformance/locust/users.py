@@ -104,13 +104,18 @@ def _posted(client, path: str, body: bytes, headers: dict[str, str], name: str):
         yield resp, chunks, error, time.monotonic() - start
 
 
-class CaptureReplayUser(HttpUser):
-    """Replays every captured model request in turn; each response judged by the suite's judge."""
+class _JudgedUser(HttpUser):
+    """What both users are: no wait between tasks, the process's shared setup on start."""
 
+    abstract = True  # Locust runs only the users below
     wait_time = staticmethod(lambda: 0)
 
     def on_start(self) -> None:
         _Shared.setup(self.environment.parsed_options)
+
+
+class CaptureReplayUser(_JudgedUser):
+    """Replays every captured model request in turn; each response judged by the suite's judge."""
 
     @task
     def replay(self) -> None:
@@ -126,13 +131,8 @@ class CaptureReplayUser(HttpUser):
                 resp.success()
 
 
-class LoopUser(HttpUser):
+class LoopUser(_JudgedUser):
     """Runs the agent-loop scenarios in turn with the suite's driver, every turn on Locust's client."""
-
-    wait_time = staticmethod(lambda: 0)
-
-    def on_start(self) -> None:
-        _Shared.setup(self.environment.parsed_options)
 
     @task
     def loop(self) -> None:
