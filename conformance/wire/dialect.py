@@ -10,8 +10,8 @@ Rules:
 - A Dialect READS a request (`entries`, `turns`, `slots`, `prompt_slot`, `context_texts`, the
   offered tools, the demanded tool_choice, the output cap) and an answer (text, thinking, tool
   calls as one `ToolCall`, stop reason, usage), in the neutral model of `conversation`, and WRITES
-  requests that stay valid (`writers`). The base class holds what is the same on every wire; a
-  reader only a wire can know raises NotImplementedError here.
+  requests that stay valid (`writers`). The base class holds what is the same on every wire and
+  the defaults a wire overrides; a reader only a wire can know raises NotImplementedError here.
 - Every module outside `wire/` reads or changes the conversation inside a request only through a
   Dialect, and passes Dialect objects, not names (`registry.dialect` turns a user's name into one).
 - Readers never raise on a target's or a client's data: a missing or mistyped field reads as
