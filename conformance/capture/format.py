@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.core.jsonfile import read_json
-from conformance.wire.dialect import dialect_for_path
+from conformance.wire.registry import dialect_for_path
 
 FORMAT = "conformance.capture"
 VERSION = 1

@@ -62,7 +62,7 @@ from conformance.capture.format import (
 from conformance.capture.redact import RedactionConfig, Redactor
 from conformance.clients.identify import UNKNOWN_VERSION, has_body_facts, identify
 from conformance.clients.profile import GENERIC, ClientProfile
-from conformance.wire.dialect import dialect_for_path
+from conformance.wire.registry import dialect_for_path
 
 # RFC 9110 section 7.6.1 hop-by-hop fields, plus the ones aiohttp sets itself.
 _HOP_BY_HOP = frozenset(

@@ -43,7 +43,8 @@ from conformance.core.failures import HasViolations, Violation
 from conformance.core.registry import checks_for
 from conformance.core.verdict import Verdict
 from conformance.net.transport import RawExchange
-from conformance.wire.dialect import Dialect, dialect
+from conformance.wire.dialect import Dialect
+from conformance.wire.registry import dialect
 
 
 @dataclass

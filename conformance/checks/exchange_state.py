@@ -8,11 +8,13 @@ Rules:
 - Every exchange check (`@check(..., scope="exchange")`) takes this state and returns its
   `Verdict`s. A check that ends judging says so with `state.end(its id, *verdicts)`: the judge
   (checks/exchange.py) then runs nothing after it. `ran` lists the checks that ran, in order.
-- `fail` makes one violation of a registered check at this exchange's turn, as its Verdict.
+- `fail` makes one violation of a registered check at this exchange's turn, as its Verdict;
+  `answer_verdicts` runs a judge of one answer (message, request, wire, turn) on this exchange.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -20,7 +22,8 @@ from urllib.parse import urlsplit
 from conformance.core.registry import violation
 from conformance.core.verdict import Verdict
 from conformance.net.transport import RawExchange
-from conformance.wire.dialect import Dialect, is_count_tokens_path
+from conformance.wire.dialect import Dialect
+from conformance.wire.registry import is_count_tokens_path
 
 
 @dataclass
@@ -49,6 +52,12 @@ class ExchangeState:
 
     def fail(self, check_id: str, message: str, **kw: Any) -> Verdict:
         return Verdict.of(violation(check_id, message, turn=self.turn, **kw))
+
+    def answer_verdicts(self, judge: Callable[..., Verdict | None]) -> list[Verdict]:
+        """What a judge of one answer (`judge(message, request, wire, *, turn)`, None when it does
+        not apply) finds in this exchange, as the list a check returns."""
+        judged = judge(self.message, self.request, self.wire, turn=self.turn)
+        return [] if judged is None else [judged]
 
     def end(self, by: str, *verdicts: Verdict) -> list[Verdict]:
         """End judging after the check `by` (nothing later runs); its verdicts, as a list."""

@@ -30,7 +30,8 @@ from conformance.checks import tools as tool_checks
 from conformance.core.failures import Violation
 from conformance.core.registry import check, checks_for, register, violation
 from conformance.core.verdict import outcome_of
-from conformance.wire.dialect import Dialect, ToolCall
+from conformance.wire.conversation import ToolCall
+from conformance.wire.dialect import Dialect
 
 register(
     "loop.completed",

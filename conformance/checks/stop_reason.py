@@ -64,5 +64,4 @@ def cap_outcome(message: Any, request: dict | None, wire: Dialect, *, turn: int 
 )
 def cap_reported(state: ExchangeState) -> list[Verdict]:
     """An answer that used the whole output cap but says it finished (a warning)."""
-    judged = cap_outcome(state.message, state.request, state.wire, turn=state.turn)
-    return [] if judged is None else [judged]
+    return state.answer_verdicts(cap_outcome)

@@ -40,7 +40,7 @@ from conformance.checks.refusal import error_text, named_field
 from conformance.core.registry import check, register
 from conformance.core.verdict import Verdict
 from conformance.net.transport import RawExchange
-from conformance.wire.dialect import dialect_for_path, is_generation_path
+from conformance.wire.registry import dialect_for_path, is_generation_path
 
 # Registered with their code below (the exchange checks).
 REQUEST_ACCEPTED = "suite.request.accepted"

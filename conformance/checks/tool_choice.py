@@ -90,5 +90,4 @@ def choice_outcome(message: Any, request: dict | None, wire: Dialect, *, turn: i
 )
 def choice_honoured(state: ExchangeState) -> list[Verdict]:
     """A forced or forbidden tool_choice is honoured."""
-    judged = choice_outcome(state.message, state.request, state.wire, turn=state.turn)
-    return [] if judged is None else [judged]
+    return state.answer_verdicts(choice_outcome)

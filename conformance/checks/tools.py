@@ -68,7 +68,8 @@ from conformance.checks.exchange_state import ExchangeState
 from conformance.core.failures import Violation
 from conformance.core.registry import check, register, violation
 from conformance.core.verdict import Verdict, outcome_of
-from conformance.wire.dialect import Dialect, OfferedTool, ToolCall
+from conformance.wire.conversation import OfferedTool, ToolCall
+from conformance.wire.dialect import Dialect
 
 # Registered with their code below (the exchange checks).
 CALL_STRUCTURED = "tools.call_structured"
@@ -310,8 +311,7 @@ def structured_outcome(message: Any, request: dict | None, wire: Dialect, *,
 )
 def call_structured(state: ExchangeState) -> list[Verdict]:
     """Tools offered: calls arrive structured, not as text that looks like a call."""
-    judged = structured_outcome(state.message, state.request, state.wire, turn=state.turn)
-    return [] if judged is None else [judged]
+    return state.answer_verdicts(structured_outcome)
 
 
 def arguments_outcomes(message: Any, request: dict | None, wire: Dialect, *, turn: int | None = None,

@@ -53,7 +53,8 @@ from typing import Any
 
 from conformance.core.failures import Violation
 from conformance.core.registry import checks_for
-from conformance.wire.dialect import Dialect, ToolCall
+from conformance.wire.conversation import ToolCall
+from conformance.wire.dialect import Dialect
 
 ROUTER = "the router between client and engine"  # the likely cause every rule names
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 from conformance.checks.translation import ROUTER, STOP_REASON, USAGE, Applies, Hop
 from conformance.core.failures import Violation
 from conformance.core.registry import check, violation
-from conformance.wire.dialect import DIALECTS, Dialect
+from conformance.wire.dialect import Dialect
+from conformance.wire.registry import DIALECTS
 
 
 def _answered(hop: Hop) -> bool:

@@ -44,7 +44,8 @@ from conformance.checks.translation import (
 )
 from conformance.core.failures import Violation
 from conformance.core.registry import check, violation
-from conformance.wire.dialect import Dialect, Turn, parsed_arguments, text_of
+from conformance.wire.conversation import Turn, parsed_arguments, text_of
+from conformance.wire.dialect import Dialect
 
 DEFAULTS = {"tool_choice": "auto", "parallel_tool_calls": True, "store": True}
 # Fields judged by their own rule below; any other top-level field dropped is reported as info.

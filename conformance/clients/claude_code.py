@@ -47,5 +47,5 @@ CLAUDE_CODE = register_profile(ClientProfile(
     ),
     working_directory=(re.compile(r"working directory:\s*(/[^\s\"\\<>]+)", re.IGNORECASE),),
     identifiers=Identifiers(headers=("x-claude-code-session-id",), packed=("metadata.user_id",)),
-    max_tokens={"": 64000, "local model name": 32000},  # WIRE.md: 32000 for unknown/local model names
+    max_tokens={"": 64000, "local model name": 32000},  # 32000 for unknown/local model names (docs/wire-facts.md)
 ))

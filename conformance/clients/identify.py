@@ -26,7 +26,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from conformance.clients.profile import GENERIC, PROFILES, ClientProfile
-from conformance.wire.dialect import Dialect, is_count_tokens_path
+from conformance.wire.dialect import Dialect
+from conformance.wire.registry import is_count_tokens_path
 
 # Three of a client's own tool names together are its signature; one or two may be shared by
 # chance (Qwen Code offers `edit` and `glob`, as opencode does).

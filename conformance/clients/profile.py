@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.clients.persona import Persona
+from conformance.core.named import add_named
 from conformance.wire.dialect import Dialect
 
 
@@ -108,7 +109,7 @@ class ClientProfile:
     # tools a first request must offer to serve as a loop template (Codex offers apply_patch only
     # with a model catalog entry that enables it; captures without one edit through the shell)
     loop_tools: tuple[str, ...] = ()
-    # the max_tokens it sends, as documented (WIRE.md), by when ("": usually), for the context
+    # the max_tokens it sends, as documented (docs/wire-facts.md), by when ("": usually), for the context
     # probes' usable-context figures; None: it sends one, but only its captures say which
     max_tokens: Mapping[str, int | None] = field(default_factory=dict)
 
@@ -134,11 +135,8 @@ PROFILES: dict[str, ClientProfile] = {}
 
 
 def register_profile(p: ClientProfile) -> ClientProfile:
-    existing = PROFILES.get(p.name)
-    if existing is not None and existing is not p:
-        raise ValueError(f"a client profile named {p.name!r} is registered already")
-    PROFILES[p.name] = p
-    return p
+    """Add a client (re-registering the same profile is a no-op; another one under a taken name is refused)."""
+    return add_named(PROFILES, p, "a client profile")
 
 
 def profile(name: str) -> ClientProfile:

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from conformance.report.text import format_violation
-from conformance.wire.dialect import DIALECTS, dialect
+from conformance.wire.registry import DIALECTS, dialect
 
 NAME = "check-stream"
 HELP = ("validate a saved SSE stream (or JSON/error body) against the Anthropic Messages, OpenAI chat or "

@@ -13,6 +13,8 @@ Rules:
 
 from __future__ import annotations
 
+from conformance.engine.named import checked_names
+
 # Past this many requests in flight at once, `crash-under-concurrency` kills the engine process.
 CRASH_CONCURRENCY_LIMIT = 3
 # `output-cap`: the engine never emits more output tokens than this, whatever max_tokens says.
@@ -138,11 +140,4 @@ class UnknownFault(ValueError):
 
 def validate(names) -> frozenset[str]:
     """Return the set of fault names, or raise UnknownFault naming the bad ones and the valid ones."""
-    names = [n.strip() for n in names if n and n.strip()]
-    bad = [n for n in names if n not in FAULTS]
-    if bad:
-        raise UnknownFault(
-            f"unknown fault name(s): {', '.join(bad)}; run `conformance faults` to list the "
-            f"{len(FAULTS)} valid names"
-        )
-    return frozenset(names)
+    return frozenset(checked_names(names, FAULTS, "fault", UnknownFault))

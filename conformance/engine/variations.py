@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from conformance.engine.named import checked_names
+
 ANTHROPIC, CHAT, RESPONSES = "anthropic", "openai-chat", "openai-responses"
 ALL_WIRES = (ANTHROPIC, CHAT, RESPONSES)
 
@@ -137,12 +139,7 @@ def conflicts(names) -> list[tuple[str, str]]:
 
 def validate(names) -> frozenset[str]:
     """The set of variation names, or UnknownVariation naming the bad ones / the conflicting pairs."""
-    names = [n.strip() for n in names if n and n.strip()]
-    bad = [n for n in names if n not in VARIATIONS]
-    if bad:
-        raise UnknownVariation(
-            f"unknown variation name(s): {', '.join(bad)}; run `conformance variations` to list the "
-            f"{len(VARIATIONS)} valid names")
+    names = checked_names(names, VARIATIONS, "variation", UnknownVariation)
     clash = conflicts(names)
     if clash:
         raise UnknownVariation(

@@ -54,7 +54,8 @@ from conformance.layers.hop import REPLAY_DEADLINES, find_forwarded, received_lo
 from conformance.net.target import Target
 from conformance.net.transport import Deadlines, RawExchange
 from conformance.report.text import format_violation
-from conformance.wire.dialect import DIALECTS, Dialect, dialect, dialect_for_path, is_generation_path
+from conformance.wire.dialect import Dialect
+from conformance.wire.registry import DIALECTS, dialect, dialect_for_path, is_generation_path
 
 LAYERS = ("router", "engine", "both", "unknown")
 ROUTE_PROBE_DEADLINES = Deadlines(connect=5, first_content=5, total=5)

@@ -8,7 +8,7 @@ Rules:
   Anthropic request, or a Responses one whose `input` items the Dialect reads like messages to
   find it in the log), what reached the engine, what the engine answered, what reached the client.
 - The engine's wire is told by the path the router used, through the one path -> wire map
-  (`conformance.wire.dialect.dialect_for_path`): a Dialect's endpoint under any mount prefix.
+  (`conformance.wire.registry.dialect_for_path`): a Dialect's endpoint under any mount prefix.
   Only requests on a generation path are considered, so that map always knows their wire.
   Answers are accumulated by the Dialect's wire grammar (`check_stream` / `check_response`).
 - What reached the engine comes from a received log: the reference engine's
@@ -40,7 +40,8 @@ from conformance.net.target import Target
 from conformance.net.transport import Deadlines, RawExchange
 from conformance.report.text import format_violation
 from conformance.wire import ANTHROPIC
-from conformance.wire.dialect import Dialect, dialect_for_path, is_generation_path
+from conformance.wire.dialect import Dialect
+from conformance.wire.registry import dialect_for_path, is_generation_path
 
 REPLAY_DEADLINES = Deadlines(connect=5, first_content=60, total=120)
 RECEIVED_PATH = "/_conformance/received"

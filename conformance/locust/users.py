@@ -25,6 +25,7 @@ import itertools
 import os
 import socket
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from locust import HttpUser, events, task
@@ -92,23 +93,36 @@ def _read(resp, start: float) -> tuple[list[tuple[float, bytes]], str | None]:
     return chunks, None
 
 
-class CaptureReplayUser(HttpUser):
-    """Replays every captured model request in turn; each response judged by the suite's judge."""
+@contextmanager
+def _posted(client, path: str, body: bytes, headers: dict[str, str], name: str):
+    """POST on Locust's client, the body read as it arrives: (the response, its chunks with
+    arrival times, a read error or None, the seconds it took). The caller marks the Locust request
+    a success or a failure inside the block."""
+    start = time.monotonic()
+    with client.post(path, data=body, headers=headers, stream=True, catch_response=True, name=name) as resp:
+        chunks, error = _read(resp, start)
+        yield resp, chunks, error, time.monotonic() - start
 
+
+class _JudgedUser(HttpUser):
+    """What both users are: no wait between tasks, the process's shared setup on start."""
+
+    abstract = True  # Locust runs only the users below
     wait_time = staticmethod(lambda: 0)
 
     def on_start(self) -> None:
         _Shared.setup(self.environment.parsed_options)
 
+
+class CaptureReplayUser(_JudgedUser):
+    """Replays every captured model request in turn; each response judged by the suite's judge."""
+
     @task
     def replay(self) -> None:
         work = _Shared.next_capture()
-        start = time.monotonic()
-        with self.client.post(work.path, data=work.body, headers=work.headers, stream=True, catch_response=True,
-                              name=work.case) as resp:
-            chunks, error = _read(resp, start)
+        with _posted(self.client, work.path, work.body, work.headers, work.case) as (resp, chunks, error, elapsed):
             raw = raw_exchange(self.host.rstrip("/") + work.path, work, resp.status_code, dict(resp.headers),
-                               chunks, time.monotonic() - start, error)
+                               chunks, elapsed, error)
             failing, records = judge(raw, work, target=self.host)
             _Shared.writer.write_all(records)
             if failing:
@@ -117,13 +131,8 @@ class CaptureReplayUser(HttpUser):
                 resp.success()
 
 
-class LoopUser(HttpUser):
+class LoopUser(_JudgedUser):
     """Runs the agent-loop scenarios in turn with the suite's driver, every turn on Locust's client."""
-
-    wait_time = staticmethod(lambda: 0)
-
-    def on_start(self) -> None:
-        _Shared.setup(self.environment.parsed_options)
 
     @task
     def loop(self) -> None:
@@ -131,13 +140,10 @@ class LoopUser(HttpUser):
         base = self.host.rstrip("/")
 
         def send(wire: Dialect, path: str, headers: dict[str, str], body: bytes, stream: bool):
-            start = time.monotonic()
-            with self.client.post(path, data=body, headers=headers, stream=True, catch_response=True,
-                                  name=f"loop {work.case}") as resp:
-                chunks, error = _read(resp, start)
+            with _posted(self.client, path, body, headers, f"loop {work.case}") as (resp, chunks, error, elapsed):
                 resp.success()  # the verdict is the loop's entry below, from the judge
                 return exchange_record(base + path, wire, headers, body, stream, resp.status_code,
-                                       dict(resp.headers), chunks, time.monotonic() - start, error)
+                                       dict(resp.headers), chunks, elapsed, error)
 
         start = time.monotonic()
         sandboxes = _Shared.report_dir / "sandboxes"

@@ -39,7 +39,8 @@ from typing import Any
 
 from conformance.loop.voices import ToolOutcome
 from conformance.wire import ANTHROPIC, CHAT, RESPONSES
-from conformance.wire.dialect import Dialect, is_context_block
+from conformance.wire.conversation import is_context_block
+from conformance.wire.dialect import Dialect
 
 
 class Conversation:

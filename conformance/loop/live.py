@@ -39,7 +39,8 @@ from conformance.loop.sandbox import Sandbox
 from conformance.loop.scenarios import Scenario, check_completion
 from conformance.net.transport import RawExchange
 from conformance.report.text import ConformanceFailure
-from conformance.wire.dialect import Dialect, dialect_for_path
+from conformance.wire.dialect import Dialect
+from conformance.wire.registry import dialect_for_path
 
 DEFAULT_MODEL = "reference-model"
 _RESULT_FIELDS = ("subtype", "is_error", "num_turns", "stop_reason", "terminal_reason", "result", "permission_denials")

@@ -32,7 +32,8 @@ from conformance.clients import ClientProfile, profile, profile_for_wire
 from conformance.core.paths import captured_dir
 from conformance.core.versions import version_key
 from conformance.loop.conversation import conversation_for
-from conformance.wire.dialect import Dialect, dialect_for_path
+from conformance.wire.dialect import Dialect
+from conformance.wire.registry import dialect_for_path
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 

@@ -23,7 +23,8 @@ import pytest
 from conformance.probes import repeat as repeat_probe
 from conformance.probes.common import ProbeOutcome, Target, new_salt, run_sync
 from conformance.wire import CHAT, DIALECTS
-from conformance.wire.dialect import Dialect, dialect
+from conformance.wire.dialect import Dialect
+from conformance.wire.registry import dialect
 
 DEFAULT_CONCURRENCY = 4
 

@@ -39,7 +39,8 @@ from conformance.core.paths import captured_dir
 from conformance.core.versions import version_key
 from conformance.suite import replay as one_replay
 from conformance.suite.replay import Step
-from conformance.wire.dialect import DIALECTS, Dialect, dialect_for_path
+from conformance.wire.dialect import Dialect
+from conformance.wire.registry import DIALECTS, dialect_for_path
 
 _CASES = pytest.StashKey[tuple]()
 

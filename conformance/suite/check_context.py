@@ -41,7 +41,8 @@ from conformance.report.artifacts import write_failure_folder
 from conformance.report.text import ConformanceFailure
 from conformance.suite.config import SuiteConfig
 from conformance.suite.session import Sent, SuiteSession
-from conformance.wire.dialect import Dialect, dialect
+from conformance.wire.dialect import Dialect
+from conformance.wire.registry import dialect
 
 
 def test_key(item) -> str:

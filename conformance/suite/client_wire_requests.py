@@ -32,7 +32,8 @@ from conformance.core.paths import captured_dir
 from conformance.core.versions import version_key
 from conformance.suite import cases
 from conformance.suite.cases import prepared, require_wire
-from conformance.wire.dialect import Dialect, dialect_for_path
+from conformance.wire.dialect import Dialect
+from conformance.wire.registry import dialect_for_path
 
 _POOL = pytest.StashKey[list]()
 # 1x1 transparent PNG: the smallest image a tool (a screenshot, Read of a .png) can return.

@@ -24,7 +24,7 @@ from typing import Any
 
 from conformance.clients.profile import PROFILES
 from conformance.net.transport import Deadlines
-from conformance.wire.dialect import DIALECTS
+from conformance.wire.registry import DIALECTS
 
 APIS = ("auto", *DIALECTS)
 

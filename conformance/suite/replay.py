@@ -28,7 +28,8 @@ from conformance.capture.format import Capture, Exchange
 from conformance.checks.exchange import ExchangeVerdict, check_exchange
 from conformance.net.client import salted, serialize
 from conformance.net.transport import RawExchange
-from conformance.wire.dialect import Dialect, dialect_for_path
+from conformance.wire.dialect import Dialect
+from conformance.wire.registry import dialect_for_path
 
 Sent = TypeVar("Sent")
 

@@ -42,7 +42,8 @@ from conformance.net.target import Target
 from conformance.net.transport import Deadlines, Limits, RawExchange, probe
 from conformance.suite.config import SuiteConfig
 from conformance.wire import CHAT
-from conformance.wire.dialect import Dialect, dialect
+from conformance.wire.dialect import Dialect
+from conformance.wire.registry import dialect
 
 _PROBE = Deadlines(connect=3.0, first_content=5.0, total=8.0)
 # Does an endpoint exist? An empty body is refused at once by a live endpoint; a target that

@@ -32,7 +32,7 @@ from conformance.loop.live import run_live
 from conformance.loop.scenarios import get_scenario
 from conformance.loop.templates import find_template
 from conformance.suite import cases
-from conformance.wire.dialect import dialect
+from conformance.wire.registry import dialect
 
 pytestmark = pytest.mark.live
 

@@ -27,7 +27,8 @@ from conformance.net.client import serialize
 from conformance.suite import cases
 from conformance.suite.cases import NoCaptures, capture_wire, prepared, replay, require_wire, send_step
 from conformance.suite.replay import check
-from conformance.wire.dialect import Dialect, dialect
+from conformance.wire.dialect import Dialect
+from conformance.wire.registry import dialect
 
 
 def pytest_generate_tests(metafunc):

@@ -363,6 +363,54 @@ def load_json(body: bytes | bytearray | str | dict) -> tuple[Any, str | None]:
         return None, str(exc)
 
 
+class StreamMachineBase:
+    """What every wire's stream state machine shares: fed SSE events one at a time (`feed`, the
+    wire's), it walks its wire's tables — `TRANSITIONS` (state, event kind) -> state, `RULES`
+    state -> (check id, the rule in words), `RECOVER` (state, event kind) -> where an illegal
+    event leaves it — and `finish()` (the wire's) returns the StreamReport. Sans-IO."""
+
+    TRANSITIONS: dict[tuple[str, str], str]
+    RULES: dict[str, tuple[str, str]]
+    RECOVER: dict[tuple[str, str], str]
+
+    def __init__(self, request: dict | None, start: str) -> None:
+        self.request = request or {}
+        self.state = start
+        self.violations: list[Violation] = []
+        self.events: list[SSEEvent] = []
+        self.payloads: list[Any] = []  # each event's parsed JSON data (None: it did not parse)
+
+    def _make(self, check_id: str, message: str, ev: SSEEvent | None = None, kind: str | None = None,
+              **kw) -> Violation:
+        """A violation located at event `ev` (its number, byte offset and type: `kind`, else the
+        SSE event name); without `ev`, a violation of the whole stream."""
+        if ev is not None:
+            kw.setdefault("event_index", ev.index)
+            kw.setdefault("byte_offset", ev.offset)
+            kw.setdefault("event_type", kind or ev.event)
+        return violation(check_id, message, **kw)
+
+    def _v(self, check_id: str, message: str, ev: SSEEvent | None = None, kind: str | None = None, **kw) -> None:
+        self.violations.append(self._make(check_id, message, ev, kind, **kw))
+
+    def _advance(self, kind: str, ev: SSEEvent, seen: str, *, shown: str, event_type: str | None) -> bool:
+        """Move on an event of `kind` (`seen`: the event as a violation's `seen` names it, `shown`:
+        as its message does). An event the state does not allow is reported under the state's
+        rule and the machine goes where RECOVER says; False when it does not go anywhere (the
+        event is then not applied: the state is kept)."""
+        state = self.state
+        nxt = self.TRANSITIONS.get((state, kind))
+        if nxt is None:
+            check_id, rule = self.RULES[state]
+            self._v(check_id, f"event #{ev.index} {shown} is not allowed in state {state!r}: {rule}", ev, event_type,
+                    expected=rule, seen=seen)
+            nxt = self.RECOVER.get((state, kind))
+            if nxt is None:
+                return False
+        self.state = nxt
+        return True
+
+
 def judge_stream(decoder: SSEDecoder, machine, chunks) -> StreamReport:
     """Run a wire's state machine over the events `decoder` finds in `chunks` (bytes, or the
     transport's [(t, bytes)]); the framing violations go first: they explain what follows."""
@@ -381,6 +429,24 @@ def body_preview(body) -> str:
     if isinstance(body, bytes | bytearray):
         body = bytes(body[:200]).decode("utf-8", errors="replace")
     return str(body)[:200]
+
+
+def answer_object(body, check_id: str, expected: str) -> tuple[dict | None, list[Violation]]:
+    """A non-stream answer's body as a JSON object: (the object, []), or (None, [the violation
+    under `check_id` saying it is not one; `expected` names what the wire answers])."""
+    data, err = load_json(body)
+    if err is not None or not isinstance(data, dict):
+        return None, [violation(check_id, f"the response body is not a JSON object ({err or type(data).__name__})",
+                                expected=expected, seen=body_preview(body))]
+    return data, []
+
+
+def schema_violations(schema: str, instance: Any, table: list[tuple[str, str, str]], kind: str,
+                      default: str) -> list[Violation]:
+    """Every problem of `instance` against the schema `schema`, each under the check id its
+    pointer maps to in `table` for `kind` (`check_for_pointer`), else `default`."""
+    return [violation(check_for_pointer(table, kind, ptr, default), msg, expected=expected, seen=seen, pointer=ptr)
+            for ptr, msg, expected, seen in schema_problems(schema, instance)]
 
 
 def error_envelope_problems(check_id: str, schema: str, status: int, body, shape: str,

@@ -1,78 +1,48 @@
-"""What a wire is, in one object: the `Dialect` base, the neutral model of a request's
-conversation (`Entry`, `Turn`, `Slots`), and the registry of wires.
+"""What a wire is, in one object: the `Dialect` base (its facts, its grammar, its readers of
+requests and answers; its writers are `writers.RequestWriters`).
 
 Rules:
 - A wire is one package under `conformance/wire/` (`anthropic/`, `chat/`, `responses/`): its
   grammar (the stream state machine, in `grammar.py`), its JSON Schemas (`schemas/`) and its
-  Dialect (`dialect.py`), registered here with `register_dialect` when the package is imported.
-  `conformance.wire` imports the built-in packages, so any `conformance.wire.*` import sees them;
-  a wire defined elsewhere (a test's toy wire) registers itself the same way, with one call.
+  Dialect (`dialect.py`, a subclass of `Dialect`), registered with `registry.register_dialect`
+  when the package is imported. A wire defined elsewhere (a test's toy wire) registers itself
+  the same way, with one call.
 - A Dialect READS a request (`entries`, `turns`, `slots`, `prompt_slot`, `context_texts`, the
   offered tools, the demanded tool_choice, the output cap) and an answer (text, thinking, tool
-  calls as one `ToolCall`, stop reason, usage), and WRITES requests that stay valid
-  (`with_prompt`, `first_turn`, `quoted`, `forcing`, `with_output_cap`, `without_thinking`,
-  `salted`, ...). Writers never change their input: they return a changed deep copy.
+  calls as one `ToolCall`, stop reason, usage), in the neutral model of `conversation`, and WRITES
+  requests that stay valid (`writers`). The base class holds what is the same on every wire and
+  the defaults a wire overrides; a reader only a wire can know raises NotImplementedError here.
 - Every module outside `wire/` reads or changes the conversation inside a request only through a
-  Dialect, and passes Dialect objects, not names. The one path -> wire map is
-  `dialect_for_path`; the one name -> wire map is `dialect` (names are what users type:
-  `--conformance-api openai`, and what the results record stores).
+  Dialect, and passes Dialect objects, not names (`registry.dialect` turns a user's name into one).
 - Readers never raise on a target's or a client's data: a missing or mistyped field reads as
   empty / None. They accept dicts and attribute objects (SDK models) alike.
 """
 
 from __future__ import annotations
 
-import copy
-import json
-import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from conformance.wire.conversation import (
+    Entry,
+    OfferedTool,
+    Slots,
+    ToolCall,
+    Turn,
+    field_of,
+    int_or_none,
+    is_context_block,
+)
+from conformance.wire.writers import RequestWriters
 
 # Prompt tokens the Anthropic usage counts apart from input_tokens (read from and written to the cache).
 ANTHROPIC_CACHED_INPUT_KEYS = ("cache_read_input_tokens", "cache_creation_input_tokens")
 
-# Text a client injects into a user turn around the user's own prompt: Claude Code's
-# `<system-reminder>` blocks, Codex's `<environment_context>` and `# AGENTS.md instructions`
-# messages (measured on Claude Code 2.1.197/2.1.332 and Codex 0.171.0, docs/wire-facts.md).
-_CONTEXT_BLOCK = re.compile(r"^\s*(<[A-Za-z_][\w\-]*[\s>]|# AGENTS\.md)")
-
-
-def is_context_block(text: str) -> bool:
-    """Is `text` a block a client injects into a user turn (not the user's own words)?"""
-    return bool(_CONTEXT_BLOCK.match(text))
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One structured tool call of an accumulated message, on any wire."""
-
-    id: str
-    name: str
-    arguments: Any  # parsed arguments (a dict) or None when they did not parse to an object
-    raw: str | None  # the arguments as the text that arrived (OpenAI; an Anthropic input that did not parse)
-    pointer: str  # JSON pointer to the arguments in the accumulated message
-    parse_error: str | None = None  # why `arguments` is None (not JSON, not an object, wrong type)
-    not_text: str | None = None  # the wire wants the arguments as a JSON string and got this type instead
-    # "function": JSON arguments; "custom": a freeform tool's raw text input (Responses
-    # `custom_tool_call`, in `raw`; `arguments` stays None and is never parsed as JSON)
-    kind: str = "function"
-    namespace: str | None = None  # the namespace the called tool sits in (Responses `namespace` tools)
-
-
-@dataclass(frozen=True)
-class OfferedTool:
-    """One tool a request offers, on any wire."""
-
-    name: str
-    schema: dict | None  # its JSON schema (None: a freeform or hosted tool, or none given)
-    kind: str = "function"  # function | custom (freeform text input) | hosted (run by the server)
-    namespace: str | None = None  # the namespace tool it sits in
-    strict: bool = False  # the request asks the server to hold the arguments to the schema exactly
-    grammar: str | None = None  # a custom tool's grammar definition (e.g. apply_patch's Lark grammar)
-
 
 @dataclass(frozen=True)
 class StopVocabulary:
+    """A wire's stop reasons: where an answer says why it ended, and what each reason means."""
+
     field: str  # where an accumulated message says why the turn ended
     natural: str  # the model finished on its own
     final: tuple[str, ...]  # stops that end an agent turn with a final answer
@@ -87,115 +57,6 @@ class StopVocabulary:
     to_anthropic_also: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
-# ----------------------------------------------------------------------------- the neutral model
-@dataclass(frozen=True)
-class Entry:
-    """One entry of a request's conversation as sent: a message (Anthropic, chat) or an input item
-    (Responses; a string `input` reads as one user message). `pointer` is its JSON pointer."""
-
-    pointer: str
-    index: int
-    value: dict
-
-
-@dataclass
-class Turn:
-    """One turn of a conversation, the same on every wire.
-
-    `role` is system (a top-level system prompt, a mid-conversation system entry, a Responses
-    developer message), user, assistant or tool (a chat tool message, a Responses call output).
-    `calls` are (id, name, arguments: parsed where they parse), `results` (call id, text),
-    `thinking` (text, signature or encrypted content). `index` is the entry's position in the
-    request's list (-1 for a top-level system prompt), `pointer` its JSON pointer."""
-
-    role: str
-    texts: list[str] = field(default_factory=list)
-    calls: list[tuple[str, str, Any]] = field(default_factory=list)
-    results: list[tuple[str, str]] = field(default_factory=list)
-    thinking: list[tuple[str, str | None]] = field(default_factory=list)
-    index: int = -1
-    pointer: str = ""
-
-
-@dataclass(frozen=True)
-class Slots:
-    """The parts of a request every reader asks for, read once, the same on every wire."""
-
-    system: str | None  # the system prompt's text (blocks joined), None when there is none
-    prompt: str | None  # the user's own prompt text (`prompt_slot`), None when there is none
-    tools: tuple[OfferedTool, ...]
-    tool_choice: tuple[str, str | None, tuple[str, ...] | None] | None  # `demanded_tool_choice`
-    output_cap: int | None
-    thinking_budget: int | None  # a fixed thinking/reasoning budget in tokens (None: none or adaptive)
-    stop_sequences: tuple[str, ...]
-    stream: bool
-
-
-def _get(obj: Any, key: str, default: Any = None) -> Any:
-    if isinstance(obj, dict):
-        return obj.get(key, default)
-    return getattr(obj, key, default)
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def text_of(content: Any) -> str:
-    """The text of a content value on any wire: a string, or its text parts joined by newlines
-    (`text`, `input_text`, `output_text`); any other value as compact JSON."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for c in content:
-            if isinstance(c, str):
-                parts.append(c)
-            elif isinstance(c, dict) and c.get("type") in ("text", "input_text", "output_text"):
-                parts.append(str(c.get("text", "")))
-        return "\n".join(parts)
-    if content is None:
-        return ""
-    return json.dumps(content, ensure_ascii=False)
-
-
-def parsed_arguments(value: Any) -> Any:
-    """Call arguments as a request carries them: a JSON string is parsed where it parses."""
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
-
-
-def not_an_object(text: str) -> str:
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        return f"not JSON: {exc}"
-    return f"arguments are JSON {type(value).__name__}, not an object"
-
-
-def function_call_from_text(call_id: str, name: str, args: Any, pointer: str,
-                            namespace: str | None = None) -> ToolCall:
-    """A ToolCall from arguments that should be a JSON string (chat and Responses function calls);
-    an object is read and named in `not_text`, any other type is a parse error."""
-    if isinstance(args, str):
-        try:
-            parsed = json.loads(args) if args.strip() else {}
-        except json.JSONDecodeError as exc:
-            return ToolCall(call_id, name, None, args, pointer, f"not JSON: {exc}", namespace=namespace)
-        err = None if isinstance(parsed, dict) else f"arguments are JSON {type(parsed).__name__}, not an object"
-        return ToolCall(call_id, name, parsed if isinstance(parsed, dict) else None, args, pointer, err,
-                        namespace=namespace)
-    if isinstance(args, dict):
-        return ToolCall(call_id, name, args, None, pointer, None, type(args).__name__, namespace=namespace)
-    return ToolCall(call_id, name, None, None, pointer, f"arguments are {type(args).__name__}",
-                    type(args).__name__, namespace=namespace)
-
-
-# ----------------------------------------------------------------------------- the Dialect
 class Grammar(Protocol):
     """What a wire's grammar offers its Dialect (a module, as the built-in wires' grammar.py, or
     any object with these four functions)."""
@@ -210,7 +71,7 @@ class Grammar(Protocol):
 
 
 @dataclass(frozen=True, eq=False)  # one object per wire: equal only to itself, hashable
-class Dialect:
+class Dialect(RequestWriters):
     """What one wire is; subclasses hold the readers and writers that differ between wires."""
 
     name: str
@@ -267,9 +128,26 @@ class Dialect:
         return f"{self.name}."
 
     # ---- paths and sending -----------------------------------------------------------------
+    def endpoint_match(self, path: str) -> int | None:
+        """How much of `path` this wire's generation or count_tokens endpoint matches: the length
+        of the longest endpoint (without its /v1) the path ends with, ignoring a query and a
+        trailing slash; None when it ends with neither. The longest match names a path's wire."""
+        p = path.split("?", 1)[0].rstrip("/")
+        best = None
+        for endpoint in (self.generation_path, self.count_tokens_path):
+            tail = endpoint.removeprefix("/v1") if endpoint else None
+            if tail and p.endswith(tail) and (best is None or len(tail) > best):
+                best = len(tail)
+        return best
+
     def serves_path(self, path: str) -> bool:
         """Does `path` end with this wire's generation or count_tokens endpoint?"""
-        return _tail_length(self, path) is not None
+        return self.endpoint_match(path) is not None
+
+    def is_generation(self, path: str) -> bool:
+        """Does `path` end with this wire's generation endpoint (ignoring a query)?"""
+        p = path.split("?", 1)[0].rstrip("/")
+        return p.endswith(self.generation_path.removeprefix("/v1"))
 
     def is_count_tokens(self, path: str) -> bool:
         p = path.split("?", 1)[0].rstrip("/")
@@ -286,7 +164,7 @@ class Dialect:
         """Why the turn ended, in this wire's words (None without a message)."""
         if message is None:
             return None
-        return _get(message, self.stops.field)
+        return field_of(message, self.stops.field)
 
     def anthropic_stop(self, message: Any) -> Any:
         """The stop reason in the Anthropic vocabulary (what the probes reason in)."""
@@ -331,12 +209,12 @@ class Dialect:
         raise NotImplementedError
 
     def usage(self, message: Any) -> dict | None:
-        usage = _get(message, "usage") if message is not None else None
+        usage = field_of(message, "usage") if message is not None else None
         return usage if isinstance(usage, dict) else None
 
     def output_tokens(self, message: Any) -> int | None:
         usage = self.usage(message)
-        return None if usage is None else _int(usage.get(self.output_tokens_key))
+        return None if usage is None else int_or_none(usage.get(self.output_tokens_key))
 
     def prompt_tokens(self, usage: dict | None) -> int | None:
         """Every input token the prompt counted. A usage in the Anthropic shape (`input_tokens`,
@@ -536,7 +414,7 @@ class Dialect:
 
     def output_cap(self, request: dict | None) -> int | None:
         for key in self.cap_keys:
-            value = _int((request or {}).get(key))
+            value = int_or_none((request or {}).get(key))
             if value is not None and value > 0:
                 return value
         return None
@@ -554,7 +432,18 @@ class Dialect:
 
     def demanded_tool_choice(self, request: dict | None) -> tuple[str, str | None, list[str] | None] | None:
         """What the request's tool_choice demands: ("force", name or None, allowed names or None),
-        ("forbid", None, None), or None when it demands nothing (auto, absent, unknown shapes)."""
+        ("forbid", None, None), or None when it demands nothing (auto, absent, unknown shapes).
+        The words are the OpenAI wires' (`required`: any tool, `none`); an object is the wire's
+        own shape (`demanded_tool_object`)."""
+        choice = (request or {}).get("tool_choice")
+        if choice == "required":
+            return "force", None, None
+        if choice == "none":
+            return "forbid", None, None
+        return self.demanded_tool_object(choice) if isinstance(choice, dict) else None
+
+    def demanded_tool_object(self, choice: dict) -> tuple[str, str | None, list[str] | None] | None:
+        """What an object tool_choice demands, read in this wire's shape (as `demanded_tool_choice`)."""
         raise NotImplementedError
 
     def slots(self, request: dict | None) -> Slots:
@@ -569,250 +458,3 @@ class Dialect:
             stop_sequences=self.stop_sequences(request),
             stream=(request or {}).get("stream") is True,
         )
-
-    # ---- writers: each returns a changed deep copy -----------------------------------------
-    def with_model(self, request: dict, model: str | None) -> dict:
-        if not model or request.get("model") == model:
-            return request
-        out = copy.deepcopy(request)
-        out["model"] = model
-        return out
-
-    def with_prompt(self, request: dict, text: str, *, first_turn: bool = False) -> dict:
-        """The request with the user's own prompt text replaced by `text` (LookupError when it
-        has none); `first_turn`: the conversation also ends after that prompt's entry."""
-        out = copy.deepcopy(request)
-        slot = self.prompt_slot(out)
-        if slot is None:
-            raise LookupError("the request has no user prompt text to replace")
-        holder, key = slot
-        holder[key] = text
-        if first_turn:
-            self._cut_after(out, holder)
-        return out
-
-    def first_turn(self, request: dict) -> dict:
-        """The conversation up to the entry holding the user's prompt (LookupError without one)."""
-        out = copy.deepcopy(request)
-        slot = self.prompt_slot(out)
-        if slot is None:
-            raise LookupError("the request has no user prompt text")
-        self._cut_after(out, slot[0])
-        return out
-
-    def _cut_after(self, request: dict, holder: Any) -> None:
-        items = request.get(self.conversation_key)
-        if not isinstance(items, list):
-            return
-        for i, entry in enumerate(items):
-            content = entry.get("content") if isinstance(entry, dict) else None
-            if entry is holder or (isinstance(content, list) and any(p is holder for p in content)):
-                request[self.conversation_key] = items[: i + 1]
-                return
-
-    def quoted(self, request: dict) -> dict | None:
-        """The same request with the prompt wrapped in literal double quotes (as opencode sends
-        arguments containing spaces); None when the request has no user prompt text."""
-        prompt = self.prompt(request)
-        return None if prompt is None else self.with_prompt(request, f'"{prompt}"')
-
-    def with_tools(self, request: dict, tools: list[dict]) -> dict:
-        """The request offering exactly `tools` (raw definitions in this wire's shape)."""
-        out = copy.deepcopy(request)
-        out["tools"] = copy.deepcopy(tools)
-        return out
-
-    def forcing(self, request: dict, name: str | None = None) -> dict:
-        """The request demanding a tool call (of `name`, else of any offered tool), kept valid."""
-        raise NotImplementedError
-
-    def with_output_cap(self, request: dict, cap: int) -> dict:
-        """The request with its output cap set to `cap` (the key it already uses, else the wire's
-        first), kept valid (a thinking budget that must stay below the cap is lowered)."""
-        out = copy.deepcopy(request)
-        key = next((k for k in self.cap_keys if k in out), self.cap_keys[-1])
-        out[key] = cap
-        return out
-
-    def without_thinking(self, request: dict) -> dict:
-        """The request with extended thinking off (thinking and what depends on it removed)."""
-        out = copy.deepcopy(request)
-        out.pop("thinking", None)
-        out.pop("context_management", None)
-        return out
-
-    def without_system_entries(self, request: dict) -> dict:
-        """The request without mid-conversation system entries (`system_role_turns`)."""
-        out = copy.deepcopy(request)
-        items = out.get(self.conversation_key)
-        if isinstance(items, list):
-            out[self.conversation_key] = [m for i, m in enumerate(items) if not self._is_system_role_entry(i, m)]
-        return out
-
-    def without_thinking_display(self, request: dict) -> dict:
-        """The request without a thinking display setting (`thinking_display`)."""
-        return copy.deepcopy(request)
-
-    def with_stream(self, request: dict, stream: bool) -> dict:
-        """The request asking for a streamed answer or a whole one (without `stream_options`,
-        which chat and Responses accept only on a streamed request)."""
-        out = copy.deepcopy(request)
-        out["stream"] = stream
-        if not stream:
-            out.pop("stream_options", None)
-        return out
-
-    def with_stop_sequences(self, request: dict, stops: list[str]) -> dict:
-        """The request stopping at `stops` (ValueError on a wire without stop sequences)."""
-        if self.stop_sequences_key is None:
-            raise ValueError(f"the {self.name} wire has no stop sequences")
-        out = copy.deepcopy(request)
-        out[self.stop_sequences_key] = list(stops)
-        return out
-
-    def with_tool_result_image(self, request: dict, media_type: str, data: str) -> dict:
-        """The last tool result (`last_tool_result`) with an image (base64 `data`) after its
-        content (LookupError without one)."""
-        raise LookupError(f"no tool-result writer on the {self.name} wire")
-
-    def with_replayed_blocks(self, request: dict, blocks: list[dict]) -> dict:
-        """`blocks` (this wire's content blocks, as a conversation that used server tools replays
-        them) at the start of the assistant turn whose call the last tool result answers
-        (LookupError without one)."""
-        raise LookupError(f"no tool-result writer on the {self.name} wire")
-
-    def with_tool_reference(self, request: dict, tool: str, *, search: str | None = None) -> dict:
-        """The last tool call made a tool search that loaded `tool` (`search`: the client's search
-        tool, when it offers one; else the call keeps its name): its result is a reference to
-        `tool`, the call the assistant turn's only content (LookupError without one)."""
-        raise LookupError(f"no tool-result writer on the {self.name} wire")
-
-    def with_system_of(self, request: dict, other: dict, *, keep: str) -> dict:
-        """The request with `other`'s system prompt, after its own system blocks that start with
-        `keep` (two conversations of one project: each its own billing header, one system text);
-        unchanged on a wire without system blocks."""
-        return copy.deepcopy(request)
-
-    def salted(self, request: dict, prefix: str) -> dict:
-        """`prefix` at the very start of the system prompt (a run token that defeats prefix and
-        response caches); a request without one gets one."""
-        raise NotImplementedError
-
-    def salted_prefix(self, request: dict, salt: str, *, skip: str | None = None) -> dict:
-        """`salt` at the start of the first system text (not one starting with `skip`) and of the
-        first tool's description: two requests salted alike share it, no earlier one saw it. Both,
-        because a chat template may render the tools or the system text first."""
-        out = copy.deepcopy(request)
-        for holder, key in self._system_slots(out):
-            if not (skip and holder[key].startswith(skip)):
-                holder[key] = salt + holder[key]
-                break
-        tools = out.get("tools") or []
-        first = tools[0] if tools and isinstance(tools[0], dict) else None
-        if first is not None:
-            fn = first.get("function") if isinstance(first.get("function"), dict) else first
-            if isinstance(fn.get("description"), str):
-                fn["description"] = salt + fn["description"]
-        return out
-
-    def _system_slots(self, request: dict) -> list[tuple[Any, Any]]:
-        """(holder, key) of each text of the system prompt, in place and in order: the top-level
-        `system` (a string or text blocks) on a wire that keeps it there, else the conversation's
-        leading system / developer message."""
-        if self.system_at_top:
-            holder, key, value = request, "system", request.get("system")
-        else:
-            entries = self.entries(request)
-            first = entries[0].value if entries and entries[0].index == 0 else {}
-            if first.get("role") not in ("system", "developer"):
-                return []
-            holder, key, value = first, "content", first.get("content")
-        if isinstance(value, str):
-            return [(holder, key)]
-        return [(b, "text") for b in value if isinstance(b, dict) and isinstance(b.get("text"), str)] \
-            if isinstance(value, list) else []
-
-    def count_tokens_request(self, request: dict) -> dict | None:
-        """The count_tokens body for a generation request (None: this wire has no count_tokens)."""
-        return None
-
-    def invalid_request(self, body: dict) -> tuple[dict, str]:
-        """`body` made one the API must refuse (non-stream), and what was broken, for messages."""
-        return {**body, "messages": "this is not a list of messages", "stream": False}, "messages is a string"
-
-    def one_turn_request(self, model: str, system: str, user_text: str, *, max_tokens: int,
-                         stream: bool) -> dict[str, Any]:
-        """A minimal one-turn request in this wire's shape (a streamed chat request asks for usage)."""
-        raise NotImplementedError
-
-    def tool_definition(self, name: str, description: str, schema: dict) -> dict:
-        """One function tool offered in this wire's shape (a raw definition for `with_tools`)."""
-        raise NotImplementedError
-
-    def reasoning_variants(self, budget_tokens: int) -> list[tuple[str, dict]]:
-        """The reasoning controls the clients send on this wire, as (name, request fields to add):
-        each effort level, then a fixed budget of `budget_tokens` where the wire has one. Empty:
-        the wire has none."""
-        return []
-
-
-# ----------------------------------------------------------------------------- the registry
-DIALECTS: dict[str, Dialect] = {}
-
-
-def register_dialect(d: Dialect) -> Dialect:
-    """Add a wire (re-registering the same object is a no-op; another one under a taken name is refused)."""
-    existing = DIALECTS.get(d.name)
-    if existing is not None and existing is not d:
-        raise ValueError(f"a wire named {d.name!r} is registered already")
-    DIALECTS[d.name] = d
-    return d
-
-
-def unregister_dialect(d: Dialect) -> None:
-    """Remove a wire registered with `register_dialect` (a wire defined for a while: a test's toy)."""
-    if DIALECTS.get(d.name) is d:
-        del DIALECTS[d.name]
-
-
-def dialect(name: str | Dialect) -> Dialect:
-    """The Dialect of a wire name (what users type and the results record stores); a Dialect is
-    returned as it is. An unknown name is refused with the known ones."""
-    if isinstance(name, Dialect):
-        return name
-    try:
-        return DIALECTS[name]
-    except KeyError:
-        raise ValueError(f"unknown api {name!r}: expected one of {', '.join(repr(n) for n in DIALECTS)}") from None
-
-
-def _tail_length(d: Dialect, path: str) -> int | None:
-    p = path.split("?", 1)[0].rstrip("/")
-    best = None
-    for endpoint in (d.generation_path, d.count_tokens_path):
-        tail = endpoint.removeprefix("/v1") if endpoint else None
-        if tail and p.endswith(tail) and (best is None or len(tail) > best):
-            best = len(tail)
-    return best
-
-
-def dialect_for_path(path: str) -> Dialect | None:
-    """The wire of a request path: the Dialect whose generation or count_tokens endpoint the path
-    ends with, under any mount prefix (/v1, /anthropic/v1, none) and ignoring a query; None for
-    any other path. The one path -> wire map (captures, hops, the exchange judge)."""
-    best: tuple[int, Dialect] | None = None
-    for d in DIALECTS.values():
-        n = _tail_length(d, path)
-        if n is not None and (best is None or n > best[0]):
-            best = (n, d)
-    return best[1] if best else None
-
-
-def is_generation_path(path: str) -> bool:
-    """Does `path` end with a wire's generation endpoint (not count_tokens, not anything else)?"""
-    p = path.split("?", 1)[0].rstrip("/")
-    return any(p.endswith(d.generation_path.removeprefix("/v1")) for d in DIALECTS.values())
-
-
-def is_count_tokens_path(path: str) -> bool:
-    return any(d.is_count_tokens(path) for d in DIALECTS.values())

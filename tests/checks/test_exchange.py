@@ -160,3 +160,18 @@ def test_count_tokens_missing_and_present():
     assert missing.failed_checks == ["suite.count_tokens.available"]
     ok = check_exchange(raw(200, b'{"input_tokens": 12}', path="/v1/messages/count_tokens"), {}, wire="anthropic")
     assert ok.ok and ok.outcomes["suite.count_tokens.available"] == "passed"
+
+
+def test_a_judge_of_one_answer_runs_on_the_exchange_state():
+    state = ExchangeState.start(raw(200), {"model": "m"}, wire=ANTHROPIC, turn=3)
+    state.message = CALL
+    seen = []
+
+    def judge(message, request, wire, *, turn=None):
+        seen.append((message, request, wire, turn))
+        return None if turn is None else Verdict("tools.call_structured", "passed")
+
+    assert state.answer_verdicts(judge) == [Verdict("tools.call_structured", "passed")]
+    assert seen == [(CALL, {"model": "m"}, ANTHROPIC, 3)]
+    state.turn = None
+    assert state.answer_verdicts(judge) == []  # a judge that does not apply gives no verdict

@@ -13,7 +13,7 @@ from conformance.clients import CLAUDE_CODE, CODEX, GENERIC, OPENCODE
 from conformance.clients.identify import identify
 from conformance.core.paths import captured_dir
 from conformance.wire import ANTHROPIC, RESPONSES
-from conformance.wire.dialect import dialect_for_path
+from conformance.wire.registry import dialect_for_path
 
 CORPUS = list(scan(captured_dir()))
 QWEN_UA = {"user-agent": "claude-cli/0.24.4 (external, cli)", "x-app": "cli"}  # Qwen Code, Anthropic mode

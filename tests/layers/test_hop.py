@@ -18,7 +18,7 @@ from conformance.net.client import serialize
 from conformance.net.target import Target
 from conformance.net.transport import Deadlines
 from conformance.wire import ANTHROPIC, CHAT, RESPONSES
-from conformance.wire.dialect import dialect_for_path
+from conformance.wire.registry import dialect_for_path
 
 TURN1 = probe_requests("m")["turn1"]
 TURN2 = probe_requests("m")["turn2"]

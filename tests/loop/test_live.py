@@ -18,7 +18,7 @@ from conformance.clients.profile import profile
 from conformance.engine.launch import spawn_engine
 from conformance.loop.live import run_live
 from conformance.loop.scenarios import get_scenario
-from conformance.wire.dialect import dialect
+from conformance.wire.registry import dialect
 
 pytestmark = pytest.mark.live
 

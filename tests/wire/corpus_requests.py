@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from conformance.capture.corpus import scan
 from conformance.core.paths import captured_dir
-from conformance.wire.dialect import Dialect, dialect_for_path
+from conformance.wire.dialect import Dialect
+from conformance.wire.registry import dialect_for_path
 
 
 @dataclass(frozen=True)

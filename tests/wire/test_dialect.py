@@ -7,7 +7,7 @@ import pytest
 from conformance.wire import ANTHROPIC, CHAT, RESPONSES
 from conformance.wire.anthropic import rules as anthropic
 from conformance.wire.chat import rules as openai
-from conformance.wire.dialect import DIALECTS, dialect
+from conformance.wire.registry import DIALECTS, dialect
 
 
 def test_cut_vocabulary_is_the_wire_modules_own():
@@ -73,3 +73,17 @@ def test_reasoning_variants_are_the_clients_fields_on_each_wire():
                                              for e in ("low", "medium", "high")]
     assert RESPONSES.reasoning_variants(1024)[2] == ("reasoning.effort=high", {"reasoning": {"effort": "high"}})
     assert all(d.thinking_budget(fields) is None for d in (CHAT, RESPONSES) for _, fields in d.reasoning_variants(1))
+
+
+def test_tool_choice_words_are_the_openai_wires_and_objects_each_wires_own():
+    for wire in (CHAT, RESPONSES):
+        assert wire.demanded_tool_choice({"tool_choice": "required"}) == ("force", None, None)
+        assert wire.demanded_tool_choice({"tool_choice": "none"}) == ("forbid", None, None)
+        assert wire.demanded_tool_choice({"tool_choice": "auto"}) is None
+    assert CHAT.demanded_tool_choice({"tool_choice": {"type": "function", "function": {"name": "Read"}}}) == (
+        "force", "Read", None)
+    assert RESPONSES.demanded_tool_choice({"tool_choice": {"type": "function", "name": "Read"}}) == (
+        "force", "Read", None)
+    assert ANTHROPIC.demanded_tool_choice({"tool_choice": {"type": "tool", "name": "Read"}}) == ("force", "Read", None)
+    assert ANTHROPIC.demanded_tool_choice({"tool_choice": "required"}) is None  # no words on this wire
+    assert ANTHROPIC.demanded_tool_choice({"tool_choice": {"type": "none"}}) == ("forbid", None, None)

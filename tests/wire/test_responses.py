@@ -449,3 +449,16 @@ def test_check_stream_judges_saved_responses_bodies(tmp_path, capsys):
     err.write_text('{"detail": "nope"}')
     assert main(["check-stream", str(err), "--protocol", "responses", "--status", "400"]) == 1
     assert rules.ENVELOPE in capsys.readouterr().out
+
+
+def test_a_part_of_the_output_or_input_larger_than_the_whole_is_a_warning():
+    usage = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15,
+             "output_tokens_details": {"reasoning_tokens": 6}, "input_tokens_details": {"cached_tokens": 11}}
+    found = rules.usage_problems(usage, rules.RESPONSE_USAGE, "/usage")
+    assert [(v.severity, v.where.pointer, v.seen) for v in found] == [
+        ("warning", "/usage/output_tokens_details/reasoning_tokens", "6"),
+        ("warning", "/usage/input_tokens_details/cached_tokens", "11")]
+    assert found[0].message == "reasoning_tokens 6 exceed output_tokens 5 (reasoning is part of the output)"
+    assert found[1].message == "cached_tokens 11 exceed input_tokens 10 (cached tokens are part of the input)"
+    within = {**usage, "output_tokens_details": {"reasoning_tokens": 5}, "input_tokens_details": {"cached_tokens": 10}}
+    assert rules.usage_problems(within, rules.RESPONSE_USAGE, "/usage") == []

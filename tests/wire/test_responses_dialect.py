@@ -13,7 +13,7 @@ from conformance.capture.format import CapturedRequest
 from conformance.checks import tools
 from conformance.net.client import salted
 from conformance.wire import RESPONSES
-from conformance.wire.dialect import DIALECTS, dialect, dialect_for_path, is_generation_path
+from conformance.wire.registry import DIALECTS, dialect, dialect_for_path, is_generation_path
 from conformance.wire.responses import rules as responses_rules
 
 PATCH_GRAMMAR = 'start: begin_patch hunk+ end_patch\nbegin_patch: "*** Begin Patch" LF\nend_patch: "*** End Patch" LF?\n'

@@ -34,12 +34,10 @@ from conformance.wire.base import (
     schema_path,
     schema_problems,
 )
-from conformance.wire.dialect import (
+from conformance.wire.conversation import ToolCall, Turn
+from conformance.wire.dialect import Dialect, StopVocabulary
+from conformance.wire.registry import (
     DIALECTS,
-    Dialect,
-    StopVocabulary,
-    ToolCall,
-    Turn,
     dialect,
     dialect_for_path,
     register_dialect,

@@ -24,30 +24,24 @@ from conformance.wire.anthropic.rules import (
     RESPONSE_SCHEMA_CHECKS,
 )
 from conformance.wire.base import (
-    body_preview,
-    check_for_pointer,
+    answer_object,
     error_envelope_problems,
     load_json,
-    schema_problems,
+    schema_violations,
 )
 from conformance.wire.sse import decode, head_then_whole
 
 
 def check_response(body, *, request: dict | None = None) -> tuple[dict | None, list[Violation]]:
     """Judge a non-stream Messages response. Returns (the message or None, violations)."""
-    data, err = load_json(body)
-    out: list[Violation] = []
-    if err is not None or not isinstance(data, dict):
-        out.append(violation(RESPONSE + "json", f"the response body is not a JSON object ({err or type(data).__name__})",
-                             expected="a Messages response object", seen=body_preview(body)))
+    data, out = answer_object(body, RESPONSE + "json", "a Messages response object")
+    if data is None:
         return None, out
     if data.get("type") == "error":
         out.append(violation(RESPONSE + "schema", "a 2xx response carries an error envelope",
                              expected='"type": "message"', seen=json.dumps(data)[:300], pointer="/type"))
         return None, out
-    for ptr, msg, expected, seen in schema_problems("anthropic.message", data):
-        check_id = check_for_pointer(RESPONSE_SCHEMA_CHECKS, "message", ptr, RESPONSE + "schema")
-        out.append(violation(check_id, msg, expected=expected, seen=seen, pointer=ptr))
+    out += schema_violations("anthropic.message", data, RESPONSE_SCHEMA_CHECKS, "message", RESPONSE + "schema")
     content = data.get("content") if isinstance(data.get("content"), list) else []
     reason = data.get("stop_reason")
     has_tool_use = any(isinstance(b, dict) and b.get("type") == "tool_use" for b in content)

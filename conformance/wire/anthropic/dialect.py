@@ -20,17 +20,9 @@ from typing import Any
 
 from conformance.wire.anthropic import grammar
 from conformance.wire.anthropic.rules import CUT_STOP_REASONS
-from conformance.wire.dialect import (
-    ANTHROPIC_CACHED_INPUT_KEYS,
-    Dialect,
-    StopVocabulary,
-    ToolCall,
-    Turn,
-    _get,
-    not_an_object,
-    register_dialect,
-    text_of,
-)
+from conformance.wire.conversation import ToolCall, Turn, field_of, not_an_object, text_of
+from conformance.wire.dialect import ANTHROPIC_CACHED_INPUT_KEYS, Dialect, StopVocabulary
+from conformance.wire.registry import register_dialect
 
 EFFORTS = ("low", "medium", "high", "xhigh", "max")  # output_config.effort levels Claude Code sends
 MIN_THINKING_BUDGET = 1024  # Messages API: budget_tokens >= 1024 and < max_tokens
@@ -43,22 +35,22 @@ class AnthropicDialect(Dialect):
     def text(self, message: Any) -> str:
         if message is None:
             return ""
-        return "".join(_get(b, "text") or "" for b in _get(message, "content") or [] if _get(b, "type") == "text")
+        return "".join(field_of(b, "text") or "" for b in field_of(message, "content") or [] if field_of(b, "type") == "text")
 
     def thinking(self, message: Any) -> str:
         if not message:
             return ""
-        return "".join(_get(b, "thinking") or "" for b in _get(message, "content") or []
-                       if _get(b, "type") == "thinking")
+        return "".join(field_of(b, "thinking") or "" for b in field_of(message, "content") or []
+                       if field_of(b, "type") == "thinking")
 
     def thinking_blocks(self, message: Any) -> list[tuple[str, str | None]]:
         if not message:
             return []
-        return [(str(_get(b, "thinking") or ""), _get(b, "signature")) for b in _get(message, "content") or []
-                if _get(b, "type") == "thinking"]
+        return [(str(field_of(b, "thinking") or ""), field_of(b, "signature")) for b in field_of(message, "content") or []
+                if field_of(b, "type") == "thinking"]
 
     def delivers_content(self, event: Any) -> bool:
-        return _get(event, "event") in ("content_block_delta", "content_block_start")
+        return field_of(event, "event") in ("content_block_delta", "content_block_start")
 
     def tool_calls(self, message: Any, unparsed_input: dict[str, str] | None = None) -> list[ToolCall]:
         """`tool_use` blocks. `unparsed_input` (streams): pointer of a tool block's input -> its
@@ -66,16 +58,16 @@ class AnthropicDialect(Dialect):
         if message is None:
             return []
         calls: list[ToolCall] = []
-        for i, block in enumerate(_get(message, "content") or []):
-            if _get(block, "type") != "tool_use":
+        for i, block in enumerate(field_of(message, "content") or []):
+            if field_of(block, "type") != "tool_use":
                 continue
-            call_id, name = str(_get(block, "id") or ""), _get(block, "name") or ""
+            call_id, name = str(field_of(block, "id") or ""), field_of(block, "name") or ""
             pointer = f"/content/{i}/input"
             text = (unparsed_input or {}).get(pointer)
             if text is not None:
                 calls.append(ToolCall(call_id, name, None, text, pointer, not_an_object(text)))
                 continue
-            inp = _get(block, "input")
+            inp = field_of(block, "input")
             calls.append(ToolCall(call_id, name, inp if isinstance(inp, dict) else None, None, pointer,
                                   None if isinstance(inp, dict) else f"input is {type(inp).__name__}"))
         return calls
@@ -111,8 +103,13 @@ class AnthropicDialect(Dialect):
         return parts
 
     def demanded_tool_choice(self, request: dict | None):
+        """Only an object: the OpenAI words (`required`, `none`) are no tool_choice on this wire."""
         choice = (request or {}).get("tool_choice")
-        kind = choice.get("type") if isinstance(choice, dict) else None
+        return self.demanded_tool_object(choice) if isinstance(choice, dict) else None
+
+    def demanded_tool_object(self, choice: dict):
+        """`any` (any tool), a named `tool`, or `none`."""
+        kind = choice.get("type")
         if kind == "any":
             return "force", None, None
         if kind == "tool" and isinstance(choice.get("name"), str):

@@ -18,7 +18,6 @@ import json
 from typing import Any
 
 from conformance.core.failures import Violation
-from conformance.core.registry import violation
 from conformance.wire.anthropic.rules import (
     BLOCK_DELTAS,
     CUT_STOP_REASONS,
@@ -37,6 +36,7 @@ from conformance.wire.anthropic.rules import (
     WHOLE_BLOCK_SUFFIX,
 )
 from conformance.wire.base import (
+    StreamMachineBase,
     StreamReport,
     check_for_pointer,
     compiled_validator,
@@ -51,15 +51,13 @@ _EVENT_SET = frozenset(EVENTS)
 _FAST: dict[str, Any] = {}  # event kind -> its schema's compiled predicate (filled on first use)
 
 
-class StreamMachine:
+class StreamMachine(StreamMachineBase):
     """Feed SSE events one at a time; `finish()` returns the report. Sans-IO."""
 
+    TRANSITIONS, RULES, RECOVER = TRANSITIONS, RULES, RECOVER  # the grammar as data (rules.py)
+
     def __init__(self, request: dict | None = None) -> None:
-        self.request = request or {}
-        self.state = START
-        self.violations: list[Violation] = []
-        self.events: list[SSEEvent] = []
-        self.payloads: list[Any] = []
+        super().__init__(request, START)
         self.message: dict[str, Any] | None = None
         self.blocks: list[dict[str, Any]] = []
         self.open: int | None = None  # position in self.blocks of the open block
@@ -82,17 +80,6 @@ class StreamMachine:
             _FAST.update({kind: compiled_validator("anthropic." + kind) for kind in EVENTS})
 
     # -- helpers --------------------------------------------------------------------------
-    def _v(self, check_id: str, message: str, ev: SSEEvent | None = None, kind: str | None = None, **kw) -> None:
-        self.violations.append(self._make(check_id, message, ev, kind, **kw))
-
-    def _make(self, check_id: str, message: str, ev: SSEEvent | None = None, kind: str | None = None,
-              **kw) -> Violation:
-        if ev is not None:
-            kw.setdefault("event_index", ev.index)
-            kw.setdefault("byte_offset", ev.offset)
-            kw.setdefault("event_type", kind or ev.event)
-        return violation(check_id, message, **kw)
-
     def _hold_tool_input(self, pos: int, buf: str, message: str, ev: SSEEvent | None, expected: str) -> None:
         """A tool block's input is not one JSON object: a fault, or a cut (known at the stop reason)."""
         self.unparsed_tool_input[f"/content/{pos}/input"] = buf
@@ -122,17 +109,7 @@ class StreamMachine:
         name = dtype or ev.event or "unknown"
         kind = name if name in _EVENT_SET else "unknown"
 
-        state = self.state
-        nxt = TRANSITIONS.get((state, kind))
-        apply = True
-        if nxt is None:
-            check_id, rule = RULES[state]
-            self._v(check_id, f"event #{ev.index} {name} is not allowed in state {state!r}: {rule}", ev, name,
-                    expected=rule, seen=name)
-            nxt = RECOVER.get((state, kind))
-            if nxt is None:
-                nxt, apply = state, False
-        self.state = nxt
+        apply = self._advance(kind, ev, name, shown=name, event_type=name)
         if kind == "unknown":
             if name not in self._noted_unknown:
                 self._noted_unknown.add(name)

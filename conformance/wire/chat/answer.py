@@ -18,11 +18,10 @@ from typing import Any
 from conformance.core.failures import Violation
 from conformance.core.registry import violation
 from conformance.wire.base import (
-    body_preview,
-    check_for_pointer,
+    answer_object,
     error_envelope_problems,
     load_json,
-    schema_problems,
+    schema_violations,
 )
 from conformance.wire.chat.rules import (
     CUT_FINISH_REASONS,
@@ -39,15 +38,10 @@ from conformance.wire.sse import decode, head_then_whole
 def check_response(body, *, request: dict | None = None) -> tuple[dict | None, list[Violation]]:
     """Judge a non-stream chat.completion. Returns (the normalised message or None, violations)."""
     request = request or {}
-    data, err = load_json(body)
-    out: list[Violation] = []
-    if err is not None or not isinstance(data, dict):
-        out.append(violation(RESPONSE + "json", f"the response body is not a JSON object ({err or type(data).__name__})",
-                             expected="a chat.completion object", seen=body_preview(body)))
+    data, out = answer_object(body, RESPONSE + "json", "a chat.completion object")
+    if data is None:
         return None, out
-    for ptr, msg, expected, seen in schema_problems("openai.chat_completion", data):
-        check_id = check_for_pointer(RESPONSE_SCHEMA_CHECKS, "response", ptr, RESPONSE + "schema")
-        out.append(violation(check_id, msg, expected=expected, seen=seen, pointer=ptr))
+    out += schema_violations("openai.chat_completion", data, RESPONSE_SCHEMA_CHECKS, "response", RESPONSE + "schema")
     choices = data.get("choices") if isinstance(data.get("choices"), list) else []
     choice = choices[0] if choices and isinstance(choices[0], dict) else {}
     m = choice.get("message") if isinstance(choice.get("message"), dict) else {}

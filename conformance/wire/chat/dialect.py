@@ -17,17 +17,16 @@ from typing import Any
 
 from conformance.wire.chat import grammar
 from conformance.wire.chat.rules import CUT_FINISH_REASONS
-from conformance.wire.dialect import (
-    Dialect,
-    StopVocabulary,
+from conformance.wire.conversation import (
     ToolCall,
     Turn,
-    _get,
+    field_of,
     function_call_from_text,
     parsed_arguments,
-    register_dialect,
     text_of,
 )
+from conformance.wire.dialect import Dialect, StopVocabulary
+from conformance.wire.registry import register_dialect
 
 EFFORTS = ("low", "medium", "high")  # reasoning_effort levels
 
@@ -45,22 +44,22 @@ class ChatDialect(Dialect):
     def text(self, message: Any) -> str:
         if message is None:
             return ""
-        content = _get(message, "content")
+        content = field_of(message, "content")
         if isinstance(content, list):
-            return "".join(_get(p, "text") or "" for p in content)
+            return "".join(field_of(p, "text") or "" for p in content)
         return content or ""
 
     def thinking(self, message: Any) -> str:
         if not message:
             return ""
-        return _get(message, "reasoning_content") or _get(message, "reasoning") or ""
+        return field_of(message, "reasoning_content") or field_of(message, "reasoning") or ""
 
     def thinking_blocks(self, message: Any) -> list[tuple[str, str | None]]:
         reasoning = self.thinking(message)
         return [(str(reasoning), None)] if reasoning else []
 
     def delivers_content(self, event: Any) -> bool:
-        data = _get(event, "data") or ""
+        data = field_of(event, "data") or ""
         return data.strip() != "[DONE]" and '"delta"' in data and (
             '"content":"' in data.replace(" ", "") or "tool_calls" in data or "reasoning" in data)
 
@@ -70,10 +69,10 @@ class ChatDialect(Dialect):
         if message is None:
             return []
         calls: list[ToolCall] = []
-        for i, call in enumerate(_get(message, "tool_calls") or []):
-            fn = _get(call, "function") or {}
-            calls.append(function_call_from_text(str(_get(call, "id") or ""), _get(fn, "name") or "",
-                                                 _get(fn, "arguments"), f"/tool_calls/{i}/function/arguments"))
+        for i, call in enumerate(field_of(message, "tool_calls") or []):
+            fn = field_of(call, "function") or {}
+            calls.append(function_call_from_text(str(field_of(call, "id") or ""), field_of(fn, "name") or "",
+                                                 field_of(fn, "arguments"), f"/tool_calls/{i}/function/arguments"))
         return calls
 
     # ---- requests: reading -----------------------------------------------------------------
@@ -85,22 +84,17 @@ class ChatDialect(Dialect):
                 out[entry[0]] = entry[1]
         return out
 
-    def demanded_tool_choice(self, request: dict | None):
-        choice = (request or {}).get("tool_choice")
-        if choice == "required":
-            return "force", None, None
-        if choice == "none":
-            return "forbid", None, None
-        if isinstance(choice, dict):
-            if choice.get("type") == "function":
-                fn = choice.get("function")
-                name = fn.get("name") if isinstance(fn, dict) else None
-                return ("force", name, None) if isinstance(name, str) else None
-            allowed = choice.get("allowed_tools") if isinstance(choice.get("allowed_tools"), dict) else None
-            if choice.get("type") == "allowed_tools" and allowed and allowed.get("mode") == "required":
-                names = [((t.get("function") or {}).get("name") if isinstance(t.get("function"), dict) else t.get("name"))
-                         for t in allowed.get("tools") or [] if isinstance(t, dict)]
-                return "force", None, [n for n in names if isinstance(n, str)] or None
+    def demanded_tool_object(self, choice: dict):
+        """A named function, or `allowed_tools` in mode required (its tools by name)."""
+        if choice.get("type") == "function":
+            fn = choice.get("function")
+            name = fn.get("name") if isinstance(fn, dict) else None
+            return ("force", name, None) if isinstance(name, str) else None
+        allowed = choice.get("allowed_tools") if isinstance(choice.get("allowed_tools"), dict) else None
+        if choice.get("type") == "allowed_tools" and allowed and allowed.get("mode") == "required":
+            names = [((t.get("function") or {}).get("name") if isinstance(t.get("function"), dict) else t.get("name"))
+                     for t in allowed.get("tools") or [] if isinstance(t, dict)]
+            return "force", None, [n for n in names if isinstance(n, str)] or None
         return None
 
     def turns(self, request: dict | None) -> list[Turn]:

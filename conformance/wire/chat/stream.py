@@ -16,9 +16,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conformance.core.failures import Violation
-from conformance.core.registry import violation
 from conformance.wire.base import (
+    StreamMachineBase,
     StreamReport,
     check_for_pointer,
     fast_json,
@@ -60,28 +59,19 @@ class _Choice:
         self.finished_at: int | None = None
 
 
-class StreamMachine:
+class StreamMachine(StreamMachineBase):
     """Feed SSE events one at a time; `finish()` returns the report. Sans-IO."""
 
+    TRANSITIONS, RULES, RECOVER = TRANSITIONS, RULES, RECOVER  # the grammar as data (rules.py)
+
     def __init__(self, request: dict | None = None) -> None:
-        self.request = request or {}
-        self.state = START
-        self.violations: list[Violation] = []
-        self.events: list[SSEEvent] = []
-        self.payloads: list[Any] = []
+        super().__init__(request, START)
         self.choices: dict[int, _Choice] = {}
         self.id: str | None = None
         self.model: str | None = None
         self.usage: dict | None = None
         self.saw_usage_chunk = False
         self._noted_unknown = False
-
-    def _v(self, check_id: str, message: str, ev: SSEEvent | None = None, kind: str | None = None, **kw) -> None:
-        if ev is not None:
-            kw.setdefault("event_index", ev.index)
-            kw.setdefault("byte_offset", ev.offset)
-            kw.setdefault("event_type", kind)
-        self.violations.append(violation(check_id, message, **kw))
 
     def _classify(self, ev: SSEEvent) -> tuple[str, Any]:
         if ev.data.strip() == "[DONE]":
@@ -113,18 +103,8 @@ class StreamMachine:
         self.payloads.append(data)
         if kind == "invalid":
             return
-        state = self.state
-        nxt = TRANSITIONS.get((state, kind))
-        apply = True
-        if nxt is None:
-            check_id, rule = RULES[state]
-            label = "[DONE]" if kind == "done" else kind
-            self._v(check_id, f"event #{ev.index} ({label}) is not allowed in state {state!r}: {rule}", ev, kind,
-                    expected=rule, seen=label)
-            nxt = RECOVER.get((state, kind))
-            if nxt is None:
-                nxt, apply = state, False
-        self.state = nxt
+        label = "[DONE]" if kind == "done" else kind
+        apply = self._advance(kind, ev, label, shown=f"({label})", event_type=kind)
         if kind == "unknown":
             if not self._noted_unknown:
                 self._noted_unknown = True

@@ -14,7 +14,7 @@ import json
 
 from conformance.core.failures import Violation
 from conformance.core.registry import violation
-from conformance.wire.base import body_preview, error_envelope_problems, load_json, schema_problems
+from conformance.wire.base import answer_object, error_envelope_problems, load_json, schema_problems
 from conformance.wire.responses.rules import (
     ENVELOPE,
     RESPONSE_SCHEMA,
@@ -28,13 +28,11 @@ from conformance.wire.sse import decode
 
 def check_response(body, *, request: dict | None = None) -> tuple[dict | None, list[Violation]]:
     """Judge a non-stream Response object. Returns (the normalised message or None, violations)."""
-    data, err = load_json(body)
-    if err is not None or not isinstance(data, dict):
-        return None, [violation(RESPONSE_SCHEMA, f"the response body is not a JSON object "
-                                f"({err or type(data).__name__})", expected="a Response object",
-                                seen=body_preview(body))]
-    out = [violation(RESPONSE_SCHEMA, f"response: {msg}", expected=expected, seen=seen, pointer=ptr)
-           for ptr, msg, expected, seen in schema_problems("responses.response", data)]
+    data, out = answer_object(body, RESPONSE_SCHEMA, "a Response object")
+    if data is None:
+        return None, out
+    out += [violation(RESPONSE_SCHEMA, f"response: {msg}", expected=expected, seen=seen, pointer=ptr)
+            for ptr, msg, expected, seen in schema_problems("responses.response", data)]
     status = data.get("status")
     if status not in ("completed", "incomplete", "failed", "in_progress", "queued", "cancelled", None):
         out.append(violation(RESPONSE_SCHEMA, f"unknown status {status!r}", expected="completed | incomplete | "

@@ -18,19 +18,18 @@ import copy
 import json
 from typing import Any
 
-from conformance.wire.dialect import (
-    Dialect,
+from conformance.wire.conversation import (
     Entry,
     OfferedTool,
-    StopVocabulary,
     ToolCall,
     Turn,
-    _get,
+    field_of,
     function_call_from_text,
     parsed_arguments,
-    register_dialect,
     text_of,
 )
+from conformance.wire.dialect import Dialect, StopVocabulary
+from conformance.wire.registry import register_dialect
 from conformance.wire.responses import grammar
 
 EFFORTS = ("low", "medium", "high")  # reasoning.effort levels
@@ -46,7 +45,7 @@ _RESPONSES_CONTENT_EVENTS = frozenset({
 def _responses_text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
-    return "".join(_get(p, "text") or "" for p in content or [] if isinstance(_get(p, "text"), str))
+    return "".join(field_of(p, "text") or "" for p in content or [] if isinstance(field_of(p, "text"), str))
 
 
 class ResponsesDialect(Dialect):
@@ -60,13 +59,13 @@ class ResponsesDialect(Dialect):
     def stop_reason(self, message: Any) -> Any:
         if message is None:
             return None
-        status = _get(message, "status")
+        status = field_of(message, "status")
         if status == "incomplete":
-            details = _get(message, "incomplete_details")
-            reason = _get(details, "reason") if details is not None else None
+            details = field_of(message, "incomplete_details")
+            reason = field_of(details, "reason") if details is not None else None
             return reason if isinstance(reason, str) else "incomplete"
-        if status == "completed" and any(_get(i, "type") in _RESPONSES_TOOL_ITEMS
-                                         for i in _get(message, "output") or []):
+        if status == "completed" and any(field_of(i, "type") in _RESPONSES_TOOL_ITEMS
+                                         for i in field_of(message, "output") or []):
             return "tool_call"
         return status
 
@@ -77,11 +76,11 @@ class ResponsesDialect(Dialect):
     def _items(self, message: Any, kind: str) -> list:
         if message is None:
             return []
-        return [i for i in _get(message, "output") or [] if _get(i, "type") == kind]
+        return [i for i in field_of(message, "output") or [] if field_of(i, "type") == kind]
 
     def text(self, message: Any) -> str:
-        return "".join(_get(p, "text") or "" for m in self._items(message, "message")
-                       for p in _get(m, "content") or [] if _get(p, "type") == "output_text")
+        return "".join(field_of(p, "text") or "" for m in self._items(message, "message")
+                       for p in field_of(m, "content") or [] if field_of(p, "type") == "output_text")
 
     def thinking(self, message: Any) -> str:
         return "".join(text for text, _sig in self.thinking_blocks(message))
@@ -90,13 +89,13 @@ class ResponsesDialect(Dialect):
         """Each reasoning item: its summary and reasoning text, and its `encrypted_content`."""
         out = []
         for item in self._items(message, "reasoning"):
-            text = _responses_text_of(_get(item, "summary")) + _responses_text_of(_get(item, "content"))
-            sig = _get(item, "encrypted_content")
+            text = _responses_text_of(field_of(item, "summary")) + _responses_text_of(field_of(item, "content"))
+            sig = field_of(item, "encrypted_content")
             out.append((text, sig if isinstance(sig, str) else None))
         return out
 
     def delivers_content(self, event: Any) -> bool:
-        data = _get(event, "data") or ""
+        data = field_of(event, "data") or ""
         if ".delta" not in data:
             return False
         try:
@@ -111,20 +110,20 @@ class ResponsesDialect(Dialect):
         if message is None:
             return []
         calls: list[ToolCall] = []
-        for i, item in enumerate(_get(message, "output") or []):
-            kind = _get(item, "type")
+        for i, item in enumerate(field_of(message, "output") or []):
+            kind = field_of(item, "type")
             if kind not in _RESPONSES_TOOL_ITEMS:
                 continue
-            call_id, name = str(_get(item, "call_id") or _get(item, "id") or ""), _get(item, "name") or ""
-            ns = _get(item, "namespace")
+            call_id, name = str(field_of(item, "call_id") or field_of(item, "id") or ""), field_of(item, "name") or ""
+            ns = field_of(item, "namespace")
             ns = ns if isinstance(ns, str) and ns else None
             if kind == "custom_tool_call":
-                raw = _get(item, "input")
+                raw = field_of(item, "input")
                 calls.append(ToolCall(call_id, name, None, raw if isinstance(raw, str) else None, f"/output/{i}/input",
                                       None if isinstance(raw, str) else f"input is {type(raw).__name__}",
                                       None if isinstance(raw, str) else type(raw).__name__, "custom", ns))
                 continue
-            calls.append(function_call_from_text(call_id, name, _get(item, "arguments"), f"/output/{i}/arguments", ns))
+            calls.append(function_call_from_text(call_id, name, field_of(item, "arguments"), f"/output/{i}/arguments", ns))
         return calls
 
     def offered_tool_specs(self, request: dict | None) -> list[OfferedTool]:
@@ -159,19 +158,14 @@ class ResponsesDialect(Dialect):
         """Tool name -> schema; a namespaced tool under its own name (what its call's `name` is)."""
         return {t.name: t.schema for t in self.offered_tool_specs(request)}
 
-    def demanded_tool_choice(self, request: dict | None):
-        choice = (request or {}).get("tool_choice")
-        if choice == "required":
-            return "force", None, None
-        if choice == "none":
-            return "forbid", None, None
-        if isinstance(choice, dict):
-            kind = choice.get("type")
-            if kind in ("function", "custom") and isinstance(choice.get("name"), str):
-                return "force", choice["name"], None
-            if kind == "allowed_tools" and choice.get("mode") == "required":
-                names = [t.get("name") for t in choice.get("tools") or [] if isinstance(t, dict)]
-                return "force", None, [n for n in names if isinstance(n, str)] or None
+    def demanded_tool_object(self, choice: dict):
+        """A named function or custom tool, or `allowed_tools` in mode required (its tools by name)."""
+        kind = choice.get("type")
+        if kind in ("function", "custom") and isinstance(choice.get("name"), str):
+            return "force", choice["name"], None
+        if kind == "allowed_tools" and choice.get("mode") == "required":
+            names = [t.get("name") for t in choice.get("tools") or [] if isinstance(t, dict)]
+            return "force", None, [n for n in names if isinstance(n, str)] or None
         return None
 
     def chat_messages(self, request: dict | None) -> list[dict]:

@@ -117,16 +117,16 @@ TRANSITIONS: dict[tuple[str, str], str] = {
     (CREATED, "error"): ERRORED,
     (RUNNING, "error"): ERRORED,
 }
-RULES = {
-    START: "the first event is response.created",
-    CREATED: "after response.created: in_progress, output items, then one terminal event",
-    RUNNING: "output items, then one terminal event",
-    ENDED: "nothing follows the terminal event",
-    ERRORED: "nothing follows an error event",
+RULES: dict[str, tuple[str, str]] = {
+    START: (GRAMMAR, "the first event is response.created"),
+    CREATED: (GRAMMAR, "after response.created: in_progress, output items, then one terminal event"),
+    RUNNING: (GRAMMAR, "output items, then one terminal event"),
+    ENDED: (GRAMMAR, "nothing follows the terminal event"),
+    ERRORED: (GRAMMAR, "nothing follows an error event"),
 }
 # Where a wrong event is recovered to (judging goes on): an event before response.created is
 # judged as if the response had started (the SDK raises there; the rest is still worth judging).
-RECOVER = {(START, "item"): RUNNING, (START, "progress"): CREATED, (START, "terminal"): ENDED}
+RECOVER: dict[tuple[str, str], str] = {(START, "item"): RUNNING, (START, "progress"): CREATED, (START, "terminal"): ENDED}
 
 
 @dataclass(frozen=True)
@@ -190,16 +190,13 @@ def usage_problems(usage: Any, check_id: str, base: str, **where: Any) -> list[V
     if all(type(x) is int for x in (i, o, t)) and i + o != t:
         out.append(violation(check_id, f"usage.total_tokens {t} is not input_tokens {i} + output_tokens {o}",
                              expected=i + o, seen=t, pointer=f"{base}/total_tokens", **where))
-    details = usage.get("output_tokens_details")
-    r = details.get("reasoning_tokens") if isinstance(details, dict) else None
-    if type(r) is int and type(o) is int and r > o:
-        out.append(violation(check_id, f"reasoning_tokens {r} exceed output_tokens {o} (reasoning is part of the "
-                             "output)", severity="warning", expected=f"<= {o}", seen=r,
-                             pointer=f"{base}/output_tokens_details/reasoning_tokens", **where))
-    cached = usage.get("input_tokens_details")
-    c = cached.get("cached_tokens") if isinstance(cached, dict) else None
-    if type(c) is int and type(i) is int and c > i:
-        out.append(violation(check_id, f"cached_tokens {c} exceed input_tokens {i} (cached tokens are part of the "
-                             "input)", severity="warning", expected=f"<= {i}", seen=c,
-                             pointer=f"{base}/input_tokens_details/cached_tokens", **where))
+    # A count of part of the output or the input, in its details, never exceeds the whole.
+    for side, whole, key, what in (("output", o, "reasoning_tokens", "reasoning is"),
+                                   ("input", i, "cached_tokens", "cached tokens are")):
+        details = usage.get(f"{side}_tokens_details")
+        part = details.get(key) if isinstance(details, dict) else None
+        if type(part) is int and type(whole) is int and part > whole:
+            out.append(violation(check_id, f"{key} {part} exceed {side}_tokens {whole} ({what} part of the {side})",
+                                 severity="warning", expected=f"<= {whole}", seen=part,
+                                 pointer=f"{base}/{side}_tokens_details/{key}", **where))
     return out

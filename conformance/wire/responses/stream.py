@@ -18,9 +18,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conformance.core.failures import Violation
 from conformance.core.registry import violation
-from conformance.wire.base import StreamReport, judge_stream, load_json, schema_problems
+from conformance.wire.base import StreamMachineBase, StreamReport, judge_stream, load_json, schema_problems
 from conformance.wire.responses.items import ItemTracker, item_difference, label, with_streamed_text
 from conformance.wire.responses.rules import (
     ENDED,
@@ -50,15 +49,13 @@ from conformance.wire.responses.rules import (
 from conformance.wire.sse import SSEDecoder, SSEEvent
 
 
-class StreamMachine:
+class StreamMachine(StreamMachineBase):
     """Feed SSE events one at a time; `finish()` returns the report. Sans-IO."""
 
+    TRANSITIONS, RULES, RECOVER = TRANSITIONS, RULES, RECOVER  # the grammar as data (rules.py)
+
     def __init__(self, request: dict | None = None) -> None:
-        self.request = request or {}
-        self.state = START
-        self.events: list[SSEEvent] = []
-        self.payloads: list[Any] = []
-        self.violations: list[Violation] = []
+        super().__init__(request, START)
         self.tracker = ItemTracker(self._v)  # the output items: added, streamed into, done
         self.last_seq: int | None = None
         self.response: dict | None = None  # the latest lifecycle response object
@@ -68,6 +65,8 @@ class StreamMachine:
         self._noted_no_seq = False
 
     def _v(self, check_id: str, message: str, ev: SSEEvent | None, etype: str | None = None, **kw) -> None:
+        """A violation located by the event's number and its type (`etype`, kept without an
+        event too); unlike the other wires', without a byte offset."""
         self.violations.append(violation(check_id, message, event_index=ev.index if ev else None,
                                          event_type=etype, **kw))
 
@@ -116,15 +115,8 @@ class StreamMachine:
             for ptr, msg, expected, seen in schema_problems("responses.response", data["response"]):
                 self._v(SCHEMA, f"{etype}: response{ptr}: {msg}", ev, etype, expected=expected, seen=seen,
                         pointer="/response" + ptr)
-        state = self.state
-        nxt = TRANSITIONS.get((state, kind))
-        if nxt is None:
-            self._v(GRAMMAR, f"event #{ev.index} ({etype}) is not allowed in state {state!r}: {RULES[state]}", ev,
-                    etype, expected=RULES[state], seen=etype)
-            nxt = RECOVER.get((state, kind))
-            if nxt is None:
-                return  # after the end: not accumulated
-        self.state = nxt
+        if not self._advance(kind, ev, etype, shown=f"({etype})", event_type=etype):
+            return  # after the end: not accumulated
         if kind in ("created", "progress", "terminal"):
             self._lifecycle(etype, kind, data, ev)
         elif kind == "error":
