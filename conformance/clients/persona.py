@@ -16,10 +16,10 @@ Rules:
   path, include, mode, ignore_case), list(path), patch(input) (Codex's freeform apply_patch) and
   read_file(path) (an MCP server's file read).
 - An unknown client, and a profile without a persona table (`BY_SHAPE`), gets
-  `persona_by_shape(tools)`: each offered tool mapped by the shape of its
-  schema — a command runs in the shell, a path with old and new text edits, a path with content
-  writes, a path alone reads — with the client's own argument names, so its loops run; the
-  generic voice words results plainly. A tool whose schema has none of these shapes (a search, a
+  `persona_by_shape(tools)`: each offered tool mapped by the shape of its schema — a command runs
+  in the shell, a path with old and new text edits, a path with content writes, a path alone
+  reads — with the client's own argument names, so its loops run; the generic voice words
+  results plainly. A tool whose schema has none of these shapes (a search, a
   freeform tool) is left out: calling it is an unknown tool.
 """
 
