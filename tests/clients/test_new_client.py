@@ -30,6 +30,7 @@ from conformance.clients import PROFILES, profiles
 from conformance.clients.identify import identify
 from conformance.clients.launch import find_binary
 from conformance.clients.profile import ClientProfile, launchable, profile, register_profile
+from conformance.clients.recapture_case import RecaptureCase
 from conformance.loop.driver import persona_for
 from conformance.loop.sandbox import Sandbox
 from conformance.loop.templates import Template
@@ -209,8 +210,17 @@ def test_the_live_tests_run_it_and_a_profile_without_a_launch_is_never_launched(
         PROFILES.pop(unlaunched.name)
 
 
-def test_a_case_on_a_wire_the_client_does_not_speak_is_refused(toy):
-    case = dataclasses.replace(toy.recapture[0], name="elsewhere", wire=CHAT)
+def test_a_profile_refuses_cases_it_cannot_run(toy):
+    def with_cases(*recapture, wires=(CHAT,)) -> ClientProfile:
+        return ClientProfile(toy.name, toy.display, wires, toy.identity, launch=toy.launch,
+                             npm_package=toy.npm_package, recapture=recapture)
+
+    case = toy.recapture[0]
+    assert with_cases(case, dataclasses.replace(case, name="again", wire=CHAT)).recapture[1].name == "again"
     with pytest.raises(ValueError, match="does not speak"):
-        ClientProfile(toy.name, toy.display, (), toy.identity, launch=toy.launch, npm_package=toy.npm_package,
-                      recapture=(case,))
+        with_cases(dataclasses.replace(case, wire=CHAT), wires=())
+    with pytest.raises(ValueError, match="share a name"):
+        with_cases(case, case)
+    for prompts in ({}, {"prompt": "hello", "scenario": "write-file"}):
+        with pytest.raises(ValueError, match="a prompt or a scenario"):
+            RecaptureCase("unsaid", "neither or both", (), **prompts)
