@@ -10,8 +10,11 @@ CLIENTS="${CONFORMANCE_CLIENTS_DIR:-$PWD/.clients}"
 PY="${PYTHON:-python}"
 [ -x .venv/bin/python ] && [ -z "${PYTHON:-}" ] && PY=.venv/bin/python
 INSTALL=""
-if [ ! -e "$CLIENTS/node_modules/.bin/claude" ] || [ ! -e "$CLIENTS/node_modules/.bin/opencode" ] \
-   || [ ! -e "$CLIENTS/node_modules/.bin/codex" ]; then
-  INSTALL="--install"
-fi
+# every launchable client profile's CLI must be in the prefix, else it is installed first
+MISSING=$("$PY" -c 'import sys
+from pathlib import Path
+from conformance.clients.launch import binary_in_prefix
+from conformance.clients.profile import launchable
+print(" ".join(p.name for p in launchable() if not binary_in_prefix(Path(sys.argv[1]), p).exists()))' "$CLIENTS")
+[ -n "$MISSING" ] && INSTALL="--install"
 exec "$PY" -m conformance.capture.recapture --clients "$CLIENTS" $INSTALL "$@"

@@ -10,8 +10,9 @@ Rules:
   the corpus keeps): each release lives in its own npm prefix, `DIR/<client>@<V>`
   (`conformance.clients.launch.release_prefix`), and DIR itself is used when it holds that
   release; `--install` installs it there.
-- Each case (`conformance.capture.cases`) runs the client through the one launcher
-  (`conformance.clients.launch`, the live tests' too) in a fresh scratch HOME and project folder,
+- Each case (a profile's `recapture`, made runnable by `conformance.capture.cases`) runs the
+  client through the one launcher (`conformance.clients.launch`, the live tests' too) in a fresh
+  scratch HOME and project folder,
   with the offline settings and the client's defaults (the shell kept: `forbid_shell` False),
   pointed at the recording proxy (`conformance.capture.proxy`), which forwards to the reference
   engine (in-process) or `--upstream URL`.
@@ -109,7 +110,8 @@ def client_info(clients_dir: Path, client: ClientProfile, version: str | None = 
     reports, the sha256 of its native binary and its npm package; FileNotFoundError saying what to
     install when it is missing."""
     prefix = client_dir(clients_dir, client, version)
-    launcher, native = binary_in_prefix(prefix, client), prefix / client.native_binary
+    launcher = binary_in_prefix(prefix, client)
+    native = prefix / client.native_binary if client.native_binary else launcher  # no native binary: the launcher
     if not launcher.exists():
         want = f"{client.npm_package}@{version or client.pin}"
         where = release_prefix(clients_dir, client, version) if version else clients_dir
@@ -131,23 +133,23 @@ def _environments() -> dict[str, str]:
 
 
 def _command_line(case: Case, shown: list[str]) -> str:
-    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in case.env.items())
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in case.spec.env.items())
     return (env + " " if env else "") + shlex.join(shown)
 
 
 def _prepare(case: Case, info: dict[str, str], proxy_url: str, scratch: Path) -> Prepared:
-    root = scratch / f"{case.client.name}-{case.case}"
+    root = scratch / f"{case.client.name}-{case.spec.name}"
     shutil.rmtree(root, ignore_errors=True)
     prepared = prepare(case.client, Path(info["launcher"]), wire=case.wire, prompt=case.prompt, base_url=proxy_url,
                        api_key=FAKE_KEY, root=root, settings=case.settings())
-    for rel, text in case.seed.items():
+    for rel, text in case.spec.seed.items():
         (prepared.project / rel).write_text(text)
     return prepared
 
 
 def capture_case(case: Case, info: dict[str, str], recorder: CaptureRecorder, proxy_url: str, out: Path,
                  scratch: Path, timeout: float, upstream_label: str) -> Path:
-    path = out / case.client.name / info["version"] / f"{case.case}.json"
+    path = out / case.client.name / info["version"] / f"{case.spec.name}.json"
     tmp = path.with_name(path.name + ".partial")
     tmp.parent.mkdir(parents=True, exist_ok=True)
     prepared = _prepare(case, info, proxy_url, scratch)
@@ -157,9 +159,9 @@ def capture_case(case: Case, info: dict[str, str], recorder: CaptureRecorder, pr
             **config_preview(case.client, case.wire, case.shown_settings())}
     config = RedactionConfig(extra_secrets=(FAKE_KEY,), prose_filler=True, keep_texts=(case.prompt,))
     recorder.begin_case(
-        CaseInfo(case.case, client=case.client.name, client_version=info["version"], description=case.description,
-                 command=_command_line(case, prepared.shown), flags=list(case.flags), covers=list(case.covers),
-                 meta=meta),
+        CaseInfo(case.spec.name, client=case.client.name, client_version=info["version"],
+                 description=case.spec.description, command=_command_line(case, prepared.shown),
+                 flags=list(case.spec.flags), covers=list(case.spec.covers), meta=meta),
         tmp, config)
     try:
         finished = run(prepared, timeout)
@@ -171,8 +173,8 @@ def capture_case(case: Case, info: dict[str, str], recorder: CaptureRecorder, pr
         time.sleep(0.3)  # a concurrent side request may still be finishing in the proxy
         cap = recorder.capture()
         n = len(cap.main_exchanges())
-        if n < case.min_model_requests:
-            raise RuntimeError(f"{case.id}: {n} model request(s), the case needs {case.min_model_requests}")
+        if n < case.spec.min_model_requests:
+            raise RuntimeError(f"{case.id}: {n} model request(s), the case needs {case.spec.min_model_requests}")
         recorder.save()
         os.replace(tmp, path)
         return path

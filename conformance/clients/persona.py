@@ -1,6 +1,8 @@
 """A client's tools as the sandbox plays them: a table, not code.
 
 Rules:
+- A client's persona table sits in its profile module (`conformance.clients.profiles`), written
+  with `bind`; this module holds the model and the persona of a client without a table.
 - A `Persona` maps each tool name a client offers (a tool inside a Responses namespace as
   `namespace.name`, `tool_key`) to a `ToolBinding`: the sandbox operation it performs and, for
   each of the operation's parameters, the client's own argument name. A parameter the operation
@@ -13,10 +15,11 @@ Rules:
   content), edit(path, old, new, all), shell(command, cwd), glob(pattern, path), grep(pattern,
   path, include, mode, ignore_case), list(path), patch(input) (Codex's freeform apply_patch) and
   read_file(path) (an MCP server's file read).
-- An unknown client gets `persona_by_shape(tools)`: each offered tool mapped by the shape of its
-  schema — a command runs in the shell, a path with old and new text edits, a path with content
-  writes, a path alone reads — with the client's own argument names, so its loops run; the
-  generic voice words results plainly. A tool whose schema has none of these shapes (a search, a
+- An unknown client, and a profile without a persona table (`BY_SHAPE`), gets
+  `persona_by_shape(tools)`: each offered tool mapped by the shape of its schema — a command runs
+  in the shell, a path with old and new text edits, a path with content writes, a path alone
+  reads — with the client's own argument names, so its loops run; the generic voice words
+  results plainly. A tool whose schema has none of these shapes (a search, a
   freeform tool) is left out: calling it is an unknown tool.
 """
 
@@ -64,35 +67,15 @@ class Persona:
         return sorted(self.tools)
 
 
-def _bind(operation: str, required: tuple[str, ...] = (), **arguments: str) -> ToolBinding:
+def bind(operation: str, required: tuple[str, ...] = (), **arguments: str) -> ToolBinding:
+    """A binding in a profile's table: `bind("read", path="file_path")` (the client's argument names
+    as keywords; `required`: the parameters it requires although the operation defaults them)."""
     return ToolBinding(operation, arguments, frozenset(required))
 
 
-# Measured on Claude Code 2.1.197 / 2.1.332 (Glob, Grep and LS from older releases), opencode
-# 1.18.33 and Codex 0.171.0 against a loopback server (docs/loop.md).
-CLAUDE_CODE = Persona("claude-code", {
-    "Read": _bind("read", path="file_path", offset="offset", limit="limit"),
-    "Write": _bind("write", path="file_path", content="content"),
-    "Edit": _bind("edit", path="file_path", old="old_string", new="new_string", all="replace_all"),
-    "Bash": _bind("shell", command="command"),
-    "Glob": _bind("glob", pattern="pattern", path="path"),
-    "Grep": _bind("grep", pattern="pattern", path="path", include="glob", mode="output_mode", ignore_case="-i"),
-    "LS": _bind("list", ("path",), path="path"),
-})
-OPENCODE = Persona("opencode", {
-    "read": _bind("read", path="filePath", offset="offset", limit="limit"),
-    "write": _bind("write", path="filePath", content="content"),
-    "edit": _bind("edit", path="filePath", old="oldString", new="newString", all="replaceAll"),
-    "bash": _bind("shell", command="command", cwd="workdir"),
-    "glob": _bind("glob", pattern="pattern", path="path"),
-    "grep": _bind("grep", pattern="pattern", path="path", include="include"),
-    "list": _bind("list", path="path"),
-})
-CODEX = Persona("codex", {
-    "exec_command": _bind("shell", command="cmd", cwd="workdir"),
-    "apply_patch": _bind("patch", input="input"),
-    tool_key("read_file", "mcp__files"): _bind("read_file", path="path"),
-}, read_before_write=False)
+# A profile with no persona table: the loop builds its persona from the offered tools' shapes
+# (`persona_by_shape`), worded by the generic voice.
+BY_SHAPE = Persona("generic", {}, read_before_write=False)
 
 
 def _properties(schema: object) -> dict:
@@ -137,4 +120,4 @@ def persona_by_shape(tools: Mapping[str, object]) -> Persona:
     schema) whose schema has the shape of an operation, bound to it with the client's argument
     names."""
     bound = {name: b for name, schema in tools.items() if (b := binding_by_shape(schema)) is not None}
-    return Persona("generic", bound, read_before_write=False)
+    return Persona(BY_SHAPE.voice, bound, read_before_write=BY_SHAPE.read_before_write)

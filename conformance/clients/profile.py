@@ -6,11 +6,16 @@ Rules:
   apart on the wire (`Identity`, read by `conformance.clients.identify`), its releases and pins
   and where its CLI is found, how it runs offline (`Launch`, read by `conformance.clients.launch`),
   how it names its working directory, where its requests carry identifiers (`Identifiers`, read by
-  the one redactor, `conformance.capture.redact`), and its sandbox persona
-  (`conformance.clients.persona`).
+  the one redactor, `conformance.capture.redact`), its sandbox persona
+  (`conformance.clients.persona`; none: the loop builds one from its tools' shapes) and its
+  recapture cases (`conformance.clients.recapture_case`).
 - The registry (`PROFILES`, `profile()`, `profile_for_wire()`) is the one place a client's name
-  is compared; everything else asks a profile. A new client is one module with one profile,
-  registered with `register_profile`, plus its captures.
+  is compared; everything else asks a profile. A new client is one module in
+  `conformance.clients.profiles` (imported with the package, which imports every module there)
+  with one profile, registered with `register_profile`, plus its captures.
+- A profile without a `Launch` is a client the suite cannot run: it is identified and its
+  captures replay, but no live test or recapture runs its CLI, so it has no recapture cases
+  (refused). A launchable client (`launchable()`) has a Launch and an npm package.
 - An unknown client gets `GENERIC`: no identity, no launch, the persona built from the offered
   tools' shapes.
 - Redaction never trusts identification: `all_identifiers()` is every registered client's
@@ -24,7 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.clients.persona import Persona
+from conformance.clients.persona import BY_SHAPE, Persona
+from conformance.clients.recapture_case import RecaptureCase
 from conformance.core.named import add_named
 from conformance.wire.dialect import Dialect
 
@@ -93,7 +99,7 @@ class ClientProfile:
     display: str  # Claude Code
     wires: tuple[Dialect, ...]  # the wires it speaks, its own first
     identity: Identity
-    persona: Persona
+    persona: Persona = BY_SHAPE  # the sandbox's table of its tools (BY_SHAPE: built from their shapes)
     pin: str = ""  # the current release (the corpus's newest)
     releases: tuple[str, ...] = ()  # every release the corpus keeps, oldest first
     npm_package: str = ""
@@ -112,6 +118,18 @@ class ClientProfile:
     # the max_tokens it sends, as documented (docs/wire-facts.md), by when ("": usually), for the context
     # probes' usable-context figures; None: it sends one, but only its captures say which
     max_tokens: Mapping[str, int | None] = field(default_factory=dict)
+    recapture: tuple[RecaptureCase, ...] = ()  # the runs of its CLI the bundled corpus records, in order
+
+    def __post_init__(self) -> None:
+        if self.recapture and (self.launch is None or not self.npm_package):
+            raise ValueError(f"client {self.name!r}: recapture cases need a Launch and an npm package (module rules)")
+        for case in self.recapture:
+            if case.wire is not None and case.wire not in self.wires:
+                raise ValueError(f"client {self.name!r}: recapture case {case.name!r} is on {case.wire.name}, a wire "
+                                 "the client does not speak")
+        names = [case.name for case in self.recapture]
+        if len(set(names)) != len(names):
+            raise ValueError(f"client {self.name!r}: two recapture cases share a name: {names}")
 
     @property
     def wire(self) -> Dialect:
@@ -168,6 +186,5 @@ def all_identifiers() -> Identifiers:
 
 
 GENERIC = ClientProfile(name="other", display="an unknown client", wires=(), identity=Identity(),
-                        persona=Persona("generic", {}, read_before_write=False),
                         working_directory=(re.compile(r"working directory:\s*(/[^\s\"\\<>]+)", re.IGNORECASE),
                                            re.compile(r"<cwd>(/[^<>\n]+)</cwd>")))

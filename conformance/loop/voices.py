@@ -2,9 +2,10 @@
 
 Rules:
 - The sandbox's operations (`conformance.loop.operations`) do the work once; a `Voice` turns
-  what happened into the `ToolOutcome` the client would send back. `VOICES` holds them by the
-  name a persona gives (`conformance.clients.persona`); `voice_for` answers the generic voice
-  for a name it does not know, so a new client profile needs no code here to run its loops.
+  what happened into the `ToolOutcome` the client would send back. `VOICES` holds them by their
+  `name`, the voice a persona names (`Persona.voice`, in the client's profile); `voice_for`
+  answers the generic voice for a name it does not know, so a new client profile needs no code
+  here to run its loops; a client that words its results its own way adds its voice here.
 - The generic voice words results plainly (the file's text, the command's output with its exit
   code). The client voices are measured against the real clients on a loopback server
   (docs/loop.md): Claude Code 2.1.197 (`N\\ttext` lines, errors as
@@ -23,8 +24,6 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from conformance.clients import persona
-
 _NO_READ_BACK = " (file state is current in your context \u2014 no need to Read it back)"
 
 
@@ -41,6 +40,8 @@ Hit = tuple[Path, int, str]  # a grep match: file, 1-based line number, the line
 
 class Voice:
     """The generic voice: results worded plainly. Client voices override what they word otherwise."""
+
+    name = "generic"  # the persona voice name it answers to (`Persona.voice`)
 
     def error(self, text: str) -> ToolOutcome:
         return ToolOutcome(text, True)
@@ -108,6 +109,8 @@ class Voice:
 
 
 class ClaudeCodeVoice(Voice):
+    name = "claude-code"
+
     def error(self, text: str) -> ToolOutcome:
         return ToolOutcome(f"<tool_use_error>{text}</tool_use_error>", True)
 
@@ -178,6 +181,8 @@ class ClaudeCodeVoice(Voice):
 
 
 class OpencodeVoice(Voice):
+    name = "opencode"
+
     def unknown_tool(self, name: str, offered: list[str]) -> str:
         return f"Model tried to call unavailable tool '{name}'. Available tools: {', '.join(offered)}."
 
@@ -260,6 +265,8 @@ def _token_count(text: str) -> int:
 
 
 class CodexVoice(Voice):
+    name = "codex"
+
     def unknown_tool(self, name: str, offered: list[str]) -> str:
         return f"unsupported call: {name}"
 
@@ -286,9 +293,8 @@ class CodexVoice(Voice):
 
 
 GENERIC_VOICE = Voice()
-# keyed by the voice the client personas name (the persona tables are the one place of a client's name)
-VOICES: dict[str, Voice] = {persona.CLAUDE_CODE.voice: ClaudeCodeVoice(), persona.OPENCODE.voice: OpencodeVoice(),
-                            persona.CODEX.voice: CodexVoice()}
+VOICES: dict[str, Voice] = {voice.name: voice for voice in (GENERIC_VOICE, ClaudeCodeVoice(), OpencodeVoice(),
+                                                             CodexVoice())}
 
 
 def voice_for(name: str) -> Voice:

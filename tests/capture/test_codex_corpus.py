@@ -12,11 +12,11 @@ import uuid
 
 import pytest
 
-from conformance.capture import cases
 from conformance.capture.diff import diff_corpora
 from conformance.capture.format import load_capture
 from conformance.capture.redact import RedactionConfig, Redactor
-from conformance.clients import CODEX
+from conformance.clients import recapture_case
+from conformance.clients.profiles.codex import CODEX
 from conformance.core.paths import captured_dir
 
 FOLDER = captured_dir() / CODEX.name / CODEX.pin
@@ -62,7 +62,7 @@ def test_what_each_codex_case_shows():
     assert len(loop) == 3
     calls = [i for i in loop[-1]["input"] if i.get("type") == "function_call"]
     assert [json.loads(c["arguments"])["cmd"] for c in calls] == ["cat token.txt",
-                                                                 f"printf '%s' {cases.WRITE_FILE_TOKEN} > copy.txt"]
+                                                                 f"printf '%s' {recapture_case.WRITE_FILE_TOKEN} > copy.txt"]
     patch = _bodies("apply-patch-loop")
     assert any(t["type"] == "custom" and t["name"] == "apply_patch" for t in patch[0]["tools"])
     (custom,) = [i for i in patch[-1]["input"] if i.get("type") == "custom_tool_call"]
@@ -78,7 +78,7 @@ def test_what_each_codex_case_shows():
     (call,) = [i for i in ns[1]["input"] if i.get("type") == "function_call"]
     assert (call["name"], call["namespace"]) == ("read_file", "mcp__files")
     (result,) = [i for i in ns[1]["input"] if i.get("type") == "function_call_output"]
-    assert result["output"][-1]["text"] == f"code={cases.NAMESPACE_READ_TOKEN}\n"  # the MCP server answered
+    assert result["output"][-1]["text"] == f"code={recapture_case.NAMESPACE_READ_TOKEN}\n"  # the MCP server answered
 
 
 def test_the_mcp_server_reads_only_inside_its_root(tmp_path):

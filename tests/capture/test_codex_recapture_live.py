@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from conformance.capture import cases
 from conformance.capture.corpus import load_captures
 from conformance.capture.diff import diff_paths, format_diff
 from conformance.capture.recapture import main
-from conformance.clients import CODEX
+from conformance.clients import recapture_case
 from conformance.clients.launch import binary_in_prefix
+from conformance.clients.profiles.codex import CODEX
 from conformance.core.paths import captured_dir
 
 _BIN = os.environ.get("CONFORMANCE_CODEX_BIN")
@@ -49,4 +49,4 @@ def test_codex_recapture_diffs_empty_against_the_committed_corpus(tmp_path):
     # the scripted edits landed in the scratch projects, through Codex's sandbox
     assert (scratch / "codex-apply-patch-loop" / "project" / "settings.conf").read_text().splitlines()[1] == \
         "mode=final"
-    assert (scratch / "codex-exec-loop" / "project" / "copy.txt").read_text() == cases.WRITE_FILE_TOKEN
+    assert (scratch / "codex-exec-loop" / "project" / "copy.txt").read_text() == recapture_case.WRITE_FILE_TOKEN

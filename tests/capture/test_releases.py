@@ -19,9 +19,9 @@ import pytest
 from conformance.capture import recapture
 from conformance.capture.corpus import load_captures
 from conformance.cli import main
-from conformance.clients import CLAUDE_CODE
 from conformance.clients.launch import release_prefix
 from conformance.clients.profile import launchable
+from conformance.clients.profiles.claude_code import CLAUDE_CODE
 from conformance.core.paths import captured_dir, fixtures_dir
 from conformance.report.baseline import migrate_key
 from conformance.suite.cases import capture_key, current_releases, select_releases

@@ -10,7 +10,6 @@ import tomllib
 
 import pytest
 
-from conformance.clients import CODEX, OPENCODE
 from conformance.clients.config import (
     LOCAL_MODEL,
     MINIMAL,
@@ -20,6 +19,8 @@ from conformance.clients.config import (
     codex_config,
     config_preview,
 )
+from conformance.clients.profiles.codex import CODEX
+from conformance.clients.profiles.opencode import OPENCODE
 from conformance.wire import CHAT, RESPONSES
 
 

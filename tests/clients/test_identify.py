@@ -9,8 +9,11 @@ import copy
 import pytest
 
 from conformance.capture.corpus import scan
-from conformance.clients import CLAUDE_CODE, CODEX, GENERIC, OPENCODE
+from conformance.clients import GENERIC
 from conformance.clients.identify import identify
+from conformance.clients.profiles.claude_code import CLAUDE_CODE
+from conformance.clients.profiles.codex import CODEX
+from conformance.clients.profiles.opencode import OPENCODE
 from conformance.core.paths import captured_dir
 from conformance.wire import ANTHROPIC, RESPONSES
 from conformance.wire.registry import dialect_for_path

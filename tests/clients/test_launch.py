@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.clients import CLAUDE_CODE, CODEX, GENERIC, OPENCODE
+from conformance.clients import GENERIC
 from conformance.clients.config import MINIMAL, Settings
 from conformance.clients.launch import (
     SAFE_PATH,
@@ -26,6 +26,9 @@ from conformance.clients.launch import (
     release_env,
     run,
 )
+from conformance.clients.profiles.claude_code import CLAUDE_CODE
+from conformance.clients.profiles.codex import CODEX
+from conformance.clients.profiles.opencode import OPENCODE
 from conformance.wire import ANTHROPIC, CHAT, RESPONSES
 from tests.clients.fake_cli import fake_prefix
 

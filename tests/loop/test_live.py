@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.clients import CLAUDE_CODE
 from conformance.clients.launch import ClientNotFound, find_binary, find_release_binary
 from conformance.clients.profile import profile
+from conformance.clients.profiles.claude_code import CLAUDE_CODE
 from conformance.engine.launch import spawn_engine
 from conformance.loop.live import run_live
 from conformance.loop.scenarios import get_scenario

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.clients import persona
+from conformance.clients import profile
 from conformance.clients.persona import Persona, ToolBinding
 from conformance.loop.sandbox import Sandbox
 from conformance.loop.voices import GENERIC_VOICE, VOICES, voice_for
@@ -158,6 +158,18 @@ def test_the_generic_voice_words_results_plainly(tmp_path: Path) -> None:
 
 
 def test_the_measured_clients_have_their_voices_and_an_unknown_name_gets_the_generic_one() -> None:
-    for p in (persona.CLAUDE_CODE, persona.OPENCODE, persona.CODEX):
+    for p in (profile(name).persona for name in ("claude-code", "opencode", "codex")):
         assert voice_for(p.voice) is VOICES[p.voice] is not GENERIC_VOICE
     assert voice_for("a-client-from-the-future") is GENERIC_VOICE
+
+
+def test_a_persona_whose_voice_the_loop_does_not_know_is_worded_by_the_generic_voice(tmp_path: Path) -> None:
+    # a client's own table with a voice no code here has: its results come back plainly, not refused
+    persona = Persona("a-client-from-the-future", {"open": ToolBinding("read", {"path": "where"}),
+                                                  "put": ToolBinding("write", {"path": "where", "content": "text"})})
+    box = Sandbox(tmp_path / "root", persona)
+    assert box.voice is GENERIC_VOICE
+    assert box.run("put", {"where": "a.txt", "text": "hi\n"}).text == f"wrote {box.root / 'a.txt'}"
+    assert box.run("open", {"where": "a.txt"}).text == "hi\n"
+    refused = box.run("open", {"where": "../outside.txt"})
+    assert refused.is_error and not refused.text.startswith("<tool_use_error>")
