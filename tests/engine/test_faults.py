@@ -246,12 +246,15 @@ def test_buffered_stream():
         assert raw.status == 200
         return raw.chunks[-1][0] - raw.chunks[0][0], len(raw.chunks)
 
+    # Counted in reads, not timed: the fault releases the whole stream in one write (a read or
+    # three, as TCP splits it), the conformant engine in one write per event. The gaps are only
+    # compared with each other, so a loaded CI machine cannot flip the verdict.
     with engine("buffered-stream") as url:
-        gap, n = spread(url)
-        assert gap < 0.01 and n <= 3
+        buffered_gap, n = spread(url)
+        assert n <= 3
     with engine() as url:
         gap, n = spread(url)
-        assert gap > 0.05 and n > 20
+        assert n > 20 and gap > buffered_gap
 
 
 @pytest.mark.parametrize("fault", ["hang", "hang-with-pings"])
