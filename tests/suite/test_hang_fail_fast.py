@@ -84,7 +84,8 @@ def test_a_fully_hung_target_fails_the_rest_at_once_naming_the_hang_and_the_firs
         t0 = time.monotonic()
         later = _send(session, "hi", "test_replay.py::test_later")
         took = time.monotonic() - t0
-    assert took < 0.1, f"a send after the hang was confirmed still took {took:.2f}s"
+    # below the deadline it would otherwise wait, with room for a loaded machine
+    assert took < FIRST_CONTENT / 2, f"a send after the hang was confirmed still took {took:.2f}s"
     assert later.error_kind == "deadline_first_byte"
     assert "the target hangs" in later.error and "test_replay.py::test_0" in later.error
     assert "--conformance-hang-after 0" in later.error
