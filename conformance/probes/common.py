@@ -31,7 +31,7 @@ import copy
 import json
 import math
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +39,7 @@ import httpx
 
 from conformance.core import registry
 from conformance.core.failures import Violation
+from conformance.core.verdict import Verdict
 from conformance.net import transport
 from conformance.net.client import SALT_PREFIX, serialize
 from conformance.net.target import Target as NetTarget
@@ -237,18 +238,23 @@ def rounded(x: float | None, digits: int = 3) -> float | None:
 # outcomes
 
 
-@dataclass
-class ProbeOutcome:
-    """One verdict of a probe: a check id, an outcome, a message, violations and figures."""
+class ProbeOutcome(Verdict):
+    """One verdict of a probe: the one Verdict (conformance/core/verdict.py), whose note is the
+    probe's message, with the figures it measured (`details`, a dict the report plots).
 
-    check_id: str
-    outcome: str  # passed | failed | info | warning | unverifiable | skipped
-    message: str
-    violations: list[Violation] = field(default_factory=list)
-    details: dict[str, Any] = field(default_factory=dict)
+    Built as `ProbeOutcome(check_id, outcome, message, violations=(), details=None)`; an unknown
+    check id is refused at once."""
 
-    def __post_init__(self) -> None:
-        registry.get(self.check_id)  # refuse unknown ids loudly
+    def __init__(self, check_id: str, outcome: str, message: str, violations: Iterable[Violation] = (),
+                 details: dict[str, Any] | None = None) -> None:
+        registry.get(check_id)  # refuse unknown ids loudly
+        super().__init__(check_id, outcome, tuple(violations), message)
+        # Verdict is frozen; the figures are the one field a probe adds (a dict, filled in as measured).
+        object.__setattr__(self, "details", {} if details is None else details)
+
+    @property
+    def message(self) -> str:
+        return self.note
 
     @property
     def failed(self) -> bool:

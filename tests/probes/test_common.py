@@ -7,6 +7,7 @@ import pytest
 
 from conformance.checks.load import CONCURRENCY_ACCEPTANCE
 from conformance.core import registry
+from conformance.core.verdict import Verdict
 from conformance.probes.common import (
     ProbeOutcome,
     Target,
@@ -69,3 +70,14 @@ def test_a_probe_outcome_refuses_an_unknown_check_id():
         ProbeOutcome("load.no_such_check", "passed", "m")
     outcome = ProbeOutcome(CONCURRENCY_ACCEPTANCE, "failed", "m", [registry.violation(CONCURRENCY_ACCEPTANCE, "m")])
     assert outcome.failed
+
+
+def test_a_probe_outcome_is_the_one_verdict_with_figures():
+    found = registry.violation(CONCURRENCY_ACCEPTANCE, "refused at 4")
+    outcome = ProbeOutcome(CONCURRENCY_ACCEPTANCE, "failed", "refused at 4", [found], {"levels": [1, 2, 4]})
+    assert isinstance(outcome, Verdict)
+    assert (outcome.check_id, outcome.outcome, outcome.violations) == (CONCURRENCY_ACCEPTANCE, "failed", (found,))
+    assert outcome.message == outcome.note == "refused at 4"
+    outcome.details["target_gone"] = False  # figures are filled in as they are measured
+    assert outcome.details == {"levels": [1, 2, 4], "target_gone": False}
+    assert ProbeOutcome(CONCURRENCY_ACCEPTANCE, "passed", "ok").details == {}
