@@ -97,13 +97,13 @@ def test_live_client(client, api, release, scenario_id, conformance_ctx, tmp_pat
     runner, wire = profile(client), dialect(api)
     if ctx.session.target_down() is not None:
         ctx.fail_target_down()
-    if not ctx.session.serves(dialect(api)):
+    if not ctx.session.serves(wire):
         pytest.skip(f"the target does not serve the {api} API that {client} speaks")
     binary = _binary(ctx.item.config, runner, release)
     settings = ctx.settings
     if settings.client not in ("all", client):
         pytest.skip(f"--conformance-client {settings.client}")
-    template = find_template(dialect(api), settings.captures)
+    template = find_template(wire, settings.captures)
     model = ctx.session.model_for(template.request.body.get("model"), settings)
     ctx.model = model or ""
     deadline = settings.deadline_total + 60

@@ -28,7 +28,6 @@ from conformance.suite import cases
 from conformance.suite.cases import NoCaptures, capture_wire, prepared, replay, require_wire, send_step
 from conformance.suite.replay import check
 from conformance.wire.dialect import Dialect
-from conformance.wire.registry import dialect
 
 
 def pytest_generate_tests(metafunc):
@@ -132,7 +131,7 @@ def _engine_delivery(ctx, sent, found) -> tuple[str, str] | None:
     def judge_engine(raw, body, api):
         verdict = check_exchange(raw, body, wire=api)
         if verdict.events and not verdict.errors:
-            seen.append(judge_incremental(verdict.events, dialect(api), raw.elapsed))
+            seen.append(judge_incremental(verdict.events, verdict.wire, raw.elapsed))
         return []
 
     attribute(sent.request, [found], engine_url, wire=sent.wire, client_path=urlsplit(sent.raw.url).path,
