@@ -37,7 +37,6 @@ from conformance.engine.faults import (
     NONSTREAM_STOP_SEQUENCE_OMITTED,
     OVER_LIMIT_NOT_REFUSED,
     PARALLEL_CALLS_TRUNCATED,
-    PREFIX_CACHE_DEFEATED,
     STOP_REASON_WRONG_ON_STOP_STRING,
     STOP_SEQUENCE_MISSING,
     STREAM_TRUNCATED,
@@ -48,8 +47,7 @@ from conformance.engine.faults import (
     USAGE_INCONSISTENT,
     WRONG_MODEL,
 )
-from conformance.engine.metrics import record_prefix_query
-from conformance.engine.prefix_cache import prefix_cache
+from conformance.engine.prefix_cache import lookup, messages_segments
 from conformance.engine.state import STATE, error_response, read_json
 from conformance.engine.wire import ClientGone, SSEWriter, split_json, split_text, start_sse
 
@@ -127,8 +125,7 @@ async def messages(request: web.Request, state, body: dict):
     blocks = content_blocks(reply, faults, seed, conv.thinking_display)
     reason, seq = _stop_reason(reply, faults)
     headers = {"request-id": ids.make("req_01", seed, time.time_ns(), n=22)}
-    cached = (0, 0) if PREFIX_CACHE_DEFEATED in faults else prefix_cache(state).serve(body, prompt)
-    record_prefix_query(state, prompt, cached[0])
+    cached = lookup(state, messages_segments(body), prompt)
     if not conv.stream:
         out = {"id": msg_id, "type": "message", "role": "assistant", "model": model, "content": blocks,
                "stop_reason": reason, "stop_sequence": seq, "usage": _usage(prompt, reply.output_tokens, cached)}

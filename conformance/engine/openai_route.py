@@ -52,7 +52,6 @@ from conformance.engine.faults import (
     BUFFERED_STREAM,
     OVER_LIMIT_NOT_REFUSED,
     PARALLEL_CALLS_TRUNCATED,
-    PREFIX_CACHE_DEFEATED,
     STREAM_TRUNCATED,
     STRICT_ADAPTIVE_EFFORT,
     STRICT_UNKNOWN_FIELD,
@@ -63,8 +62,7 @@ from conformance.engine.faults import (
     USAGE_INCONSISTENT,
     WRONG_MODEL,
 )
-from conformance.engine.metrics import record_prefix_query
-from conformance.engine.prefix_cache import BILLING_HEADER_PREFIX, prefix_cache
+from conformance.engine.prefix_cache import chat_segments, lookup
 from conformance.engine.wire import ClientGone, SSEWriter, split_json, split_text, start_sse
 
 EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
@@ -270,37 +268,6 @@ def _usage(prompt, output, faults, cached: int = 0):
     return usage
 
 
-def _chat_segments(body: dict):
-    """(text, a cache boundary) for automatic prefix caching (vLLM's APC): tools, then each message;
-    Claude Code's billing-header line at the start of a system message is left out (as llama.cpp)."""
-    for t in body.get("tools") or []:
-        yield compact_json(t), False
-    for m in body.get("messages") or []:
-        if not isinstance(m, dict):
-            continue
-        content = m.get("content")
-        if m.get("role") == "system" and isinstance(content, str) and content.startswith(BILLING_HEADER_PREFIX):
-            content = content.split("\n", 1)[1] if "\n" in content else ""
-        elif m.get("role") == "system" and isinstance(content, list) and content and isinstance(content[0], dict) \
-                and str(content[0].get("text", "")).startswith(BILLING_HEADER_PREFIX):
-            content = content[1:]  # a router's translation keeps the blocks as content parts
-        yield compact_json({k: (content if k == "content" else v) for k, v in m.items()}), True
-
-
-def chat_cached_tokens(state, body: dict, prompt: int) -> int:
-    """Prompt tokens read from the prefix cache (0 under prefix-cache-defeated)."""
-    if PREFIX_CACHE_DEFEATED in state.faults:
-        return 0
-    read, _ = prefix_cache(state).serve(body, prompt, _chat_segments(body))
-    return read
-
-
-def _counted_cached_tokens(state, body: dict, prompt: int) -> int:
-    cached = chat_cached_tokens(state, body, prompt)
-    record_prefix_query(state, prompt, cached)
-    return cached
-
-
 @dataclass
 class Answer:
     """What an OpenAI route answers, before the route gives it its wire shape."""
@@ -338,7 +305,7 @@ async def chat(request: web.Request, state, body: dict):
     # translating router needs it to answer Anthropic's stop_reason stop_sequence + the string.
     matched_stop = reply.stop_sequence if reply.stop_reason == "stop_sequence" else None
     not_string = TOOL_ARGS_NOT_STRING in faults
-    cached = _counted_cached_tokens(state, body, prompt)
+    cached, _ = lookup(state, chat_segments(body), prompt)
     if not answer.conv.stream:
         msg = {"role": "assistant", "content": text if (text or not calls) else None, "refusal": None,
                "tool_calls": [{"id": i, "type": "function",

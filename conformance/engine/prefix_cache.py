@@ -12,6 +12,8 @@ Rules:
   differs per conversation) is client metadata, left out of the cache key as llama.cpp does (PR
   #21793), so conversations share the system prompt and tools.
 - The cache keeps the PREFIX_CACHE_KEEP newest prefixes; there is one per engine (`prefix_cache`).
+- Every route asks through `lookup`: nothing is read or written under the fault
+  prefix-cache-defeated, and every lookup is counted in /metrics.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import hashlib
 
 from conformance.engine import tokenizer
 from conformance.engine.conversation import compact_json
+from conformance.engine.faults import PREFIX_CACHE_DEFEATED
+from conformance.engine.metrics import record_prefix_query
 
 # The first system block of every Claude Code request: per-conversation client metadata.
 BILLING_HEADER_PREFIX = "x-anthropic-billing-header:"
@@ -34,13 +38,13 @@ class PrefixCache:
     def __init__(self) -> None:
         self.entries: dict[str, int] = {}
 
-    def serve(self, body: dict, prompt: int, segments=None) -> tuple[int, int]:
+    def serve(self, segments, prompt: int) -> tuple[int, int]:
         """(tokens read, tokens written) for this request; writes its breakpoints. `segments`:
-        (text, breakpoint) in cache order (default: the Messages API's, `messages_segments`)."""
+        (text, breakpoint) in the route's cache order (`messages_segments`, `chat_segments`)."""
         h = hashlib.sha256()
         tokens = 0
         boundaries: list[tuple[str, int, bool]] = []  # (digest, tokens so far, a breakpoint)
-        for text, breakpoint in (messages_segments(body) if segments is None else segments):
+        for text, breakpoint in segments:
             h.update(text.encode("utf-8", "replace") + b"\x00")
             tokens += tokenizer.count(text)
             boundaries.append((h.hexdigest(), tokens, breakpoint))
@@ -87,9 +91,34 @@ def messages_segments(body: dict):
                 yield compact_json({k: v for k, v in b.items() if k != "cache_control"}), marked(b)
 
 
+def chat_segments(body: dict):
+    """(text, a cache boundary) for automatic prefix caching (vLLM's APC): tools, then each message;
+    Claude Code's billing-header line at the start of a system message is left out (as llama.cpp)."""
+    for t in body.get("tools") or []:
+        yield compact_json(t), False
+    for m in body.get("messages") or []:
+        if not isinstance(m, dict):
+            continue
+        content = m.get("content")
+        if m.get("role") == "system" and isinstance(content, str) and content.startswith(BILLING_HEADER_PREFIX):
+            content = content.split("\n", 1)[1] if "\n" in content else ""
+        elif m.get("role") == "system" and isinstance(content, list) and content and isinstance(content[0], dict) \
+                and str(content[0].get("text", "")).startswith(BILLING_HEADER_PREFIX):
+            content = content[1:]  # a router's translation keeps the blocks as content parts
+        yield compact_json({k: (content if k == "content" else v) for k, v in m.items()}), True
+
+
 def prefix_cache(state) -> PrefixCache:
     """The engine's one prefix cache (kept on its state, made on first use)."""
     cache = vars(state).get("prefix_cache")
     if cache is None:
         cache = vars(state).setdefault("prefix_cache", PrefixCache())
     return cache
+
+
+def lookup(state, segments, prompt: int) -> tuple[int, int]:
+    """(tokens read, tokens written) for one request's prompt, counted in /metrics; (0, 0) under
+    prefix-cache-defeated (the segments, a generator, are then never computed)."""
+    cached = (0, 0) if PREFIX_CACHE_DEFEATED in state.faults else prefix_cache(state).serve(segments, prompt)
+    record_prefix_query(state, prompt, cached[0])
+    return cached
