@@ -38,6 +38,8 @@ EFFORT_TO_REASONING = {"minimal": "low", "low": "low", "medium": "medium", "high
 # LiteLLM's budget buckets (litellm/constants.py DEFAULT_REASONING_EFFORT_*_THINKING_BUDGET).
 BUDGET_BUCKETS = ((4096, "high"), (2048, "medium"), (1024, "low"))
 
+# A prompt that looks like a prompt injection. The router's injection route strips tools so the
+# text reaches the model as inert data. Deliberately narrow: a test double, not a classifier.
 INJECTION_RE = re.compile(
     r"ignore (all |any )?(of )?(the )?(previous|prior|above|earlier) (instructions|prompts?)"
     r"|disregard (all |any )?(previous|prior|your) (instructions|rules)"

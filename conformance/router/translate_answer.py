@@ -26,9 +26,6 @@ FINISH_TO_STOP = {
     "content_filter": "refusal",
 }
 
-# A prompt that looks like a prompt injection. The router's injection route strips tools so the
-# text reaches the model as inert data. Deliberately narrow: a test double, not a classifier.
-
 
 def map_finish(finish: str | None, matched_stop: Any, request: dict) -> tuple[str, str | None]:
     """(stop_reason, stop_sequence). vLLM reports the matched stop string as choice.stop_reason."""
