@@ -431,21 +431,24 @@ def body_preview(body) -> str:
     return str(body)[:200]
 
 
-def answer_object(body, check_id: str, expected: str) -> tuple[dict | None, list[Violation]]:
+def answer_object(body, check_id: str, expected: str,
+                  what: str = "the response body") -> tuple[dict | None, list[Violation]]:
     """A non-stream answer's body as a JSON object: (the object, []), or (None, [the violation
-    under `check_id` saying it is not one; `expected` names what the wire answers])."""
+    under `check_id` saying `what` is not one; `expected` names what the wire answers])."""
     data, err = load_json(body)
     if err is not None or not isinstance(data, dict):
-        return None, [violation(check_id, f"the response body is not a JSON object ({err or type(data).__name__})",
+        return None, [violation(check_id, f"{what} is not a JSON object ({err or type(data).__name__})",
                                 expected=expected, seen=body_preview(body))]
     return data, []
 
 
 def schema_violations(schema: str, instance: Any, table: list[tuple[str, str, str]], kind: str,
-                      default: str) -> list[Violation]:
+                      default: str, prefix: str = "") -> list[Violation]:
     """Every problem of `instance` against the schema `schema`, each under the check id its
-    pointer maps to in `table` for `kind` (`check_for_pointer`), else `default`."""
-    return [violation(check_for_pointer(table, kind, ptr, default), msg, expected=expected, seen=seen, pointer=ptr)
+    pointer maps to in `table` for `kind` (`check_for_pointer`), else `default`; each message
+    starts with `prefix`."""
+    return [violation(check_for_pointer(table, kind, ptr, default), prefix + msg, expected=expected, seen=seen,
+                      pointer=ptr)
             for ptr, msg, expected, seen in schema_problems(schema, instance)]
 
 
@@ -454,12 +457,10 @@ def error_envelope_problems(check_id: str, schema: str, status: int, body, shape
     """An error body checked against its wire's envelope schema: (the body as a dict or None,
     violations). `shape` is the envelope as the expectation names it; `error_status` also asks
     for a 4xx / 5xx status beside an error body."""
-    data, err = load_json(body)
-    if err is not None or not isinstance(data, dict):
-        return None, [violation(check_id, f"HTTP {status} error body is not a JSON object "
-                                f"({err or type(data).__name__})", expected=shape, seen=body_preview(body))]
-    out = [violation(check_id, f"HTTP {status} error body: {msg}", expected=expected, seen=seen, pointer=ptr)
-           for ptr, msg, expected, seen in schema_problems(schema, data)]
+    data, out = answer_object(body, check_id, shape, what=f"HTTP {status} error body")
+    if data is None:
+        return None, out
+    out += schema_violations(schema, data, [], "", check_id, prefix=f"HTTP {status} error body: ")
     if error_status and status < 400:
         out.append(violation(check_id, f"an error body with HTTP {status}", expected="a 4xx or 5xx status",
                              seen=f"HTTP {status}"))

@@ -14,7 +14,12 @@ import json
 
 from conformance.core.failures import Violation
 from conformance.core.registry import violation
-from conformance.wire.base import answer_object, error_envelope_problems, load_json, schema_problems
+from conformance.wire.base import (
+    answer_object,
+    error_envelope_problems,
+    load_json,
+    schema_violations,
+)
 from conformance.wire.responses.rules import (
     ENVELOPE,
     RESPONSE_SCHEMA,
@@ -31,8 +36,7 @@ def check_response(body, *, request: dict | None = None) -> tuple[dict | None, l
     data, out = answer_object(body, RESPONSE_SCHEMA, "a Response object")
     if data is None:
         return None, out
-    out += [violation(RESPONSE_SCHEMA, f"response: {msg}", expected=expected, seen=seen, pointer=ptr)
-            for ptr, msg, expected, seen in schema_problems("responses.response", data)]
+    out += schema_violations("responses.response", data, [], "", RESPONSE_SCHEMA, prefix="response: ")
     status = data.get("status")
     if status not in ("completed", "incomplete", "failed", "in_progress", "queued", "cancelled", None):
         out.append(violation(RESPONSE_SCHEMA, f"unknown status {status!r}", expected="completed | incomplete | "
