@@ -356,8 +356,8 @@ class Dialect(RequestWriters):
         mid-conversation system entries (a `content: []` one reads as a turn with no text),
         exactly what `without_system_entries` removes. A chat wire's leading system message is
         its system prompt, a Responses developer message an instruction of that wire: neither is
-        one, whatever `system_entries` of that wire counts."""
-        indexes = {e.index for e in self.entries(request) if self._is_system_role_entry(e.index, e.value)}
+        one."""
+        indexes = {e.index for e in self.system_entries(request)}
         return [t for t in self.turns(request) if t.index in indexes]
 
     # ---- readers of a request: everything else ---------------------------------------------

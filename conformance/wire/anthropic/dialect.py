@@ -20,7 +20,7 @@ from typing import Any
 
 from conformance.wire.anthropic import grammar
 from conformance.wire.anthropic.rules import CUT_STOP_REASONS
-from conformance.wire.conversation import ToolCall, Turn, field_of, not_an_object, text_of
+from conformance.wire.conversation import ToolCall, Turn, field_of, int_or_none, not_an_object, text_of
 from conformance.wire.dialect import ANTHROPIC_CACHED_INPUT_KEYS, Dialect, StopVocabulary
 from conformance.wire.registry import register_dialect
 
@@ -121,7 +121,7 @@ class AnthropicDialect(Dialect):
     def thinking_budget(self, request: dict | None) -> int | None:
         thinking = (request or {}).get("thinking")
         budget = thinking.get("budget_tokens") if isinstance(thinking, dict) and thinking.get("type") == "enabled" else None
-        return budget if isinstance(budget, int) and not isinstance(budget, bool) else None
+        return int_or_none(budget)
 
     def turns(self, request: dict | None) -> list[Turn]:
         body = request or {}

@@ -31,6 +31,7 @@ from conformance.wire.conversation import (
 from conformance.wire.dialect import Dialect, StopVocabulary
 from conformance.wire.registry import register_dialect
 from conformance.wire.responses import grammar
+from conformance.wire.responses.rules import CUT_REASONS
 
 EFFORTS = ("low", "medium", "high")  # reasoning.effort levels
 _RESPONSES_TOOL_ITEMS = ("function_call", "custom_tool_call")
@@ -204,9 +205,6 @@ class ResponsesDialect(Dialect):
             return [Entry("/input", 0, {"type": "message", "role": "user", "content": items})]
         return super().entries(request)
 
-    def _is_user(self, entry: dict) -> bool:
-        return entry.get("type", "message") == "message" and entry.get("role") == "user"
-
     def prompt_slot(self, request: dict | None) -> tuple[Any, Any] | None:
         """A string `input` is the user's prompt, in place in the request itself; else as the
         base reads the input items."""
@@ -349,7 +347,7 @@ RESPONSES = register_dialect(ResponsesDialect(
     default_headers=(),
     stops=StopVocabulary(
         field="status", natural="completed", final=("completed",), tool=("tool_call",), cap="max_output_tokens",
-        cut=frozenset({"max_output_tokens", "content_filter"}),
+        cut=CUT_REASONS,
         caps=frozenset({"max_output_tokens", "content_filter"}),
         forced_tool=("completed",),
         to_anthropic={"completed": "end_turn", "tool_call": "tool_use", "max_output_tokens": "max_tokens",
