@@ -27,6 +27,7 @@ from typing import Any
 
 from conformance.net.transport import Deadlines
 from conformance.probes.common import Target
+from conformance.wire.conversation import int_or_none
 
 OPTION = "--conformance-context-limit"
 MODEL_KEYS = ("max_model_len", "context_length", "context_window", "max_context_length")
@@ -69,10 +70,6 @@ def _ok(status: int | None) -> bool:
     return status is not None and 200 <= status < 300
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def advertised_by_models(doc: Any, model: str | None) -> tuple[int, str] | None:
     """(limit, source) from a /v1/models document, or None when it tells none."""
     if not isinstance(doc, dict) or not isinstance(doc.get("data"), list):
@@ -82,10 +79,10 @@ def advertised_by_models(doc: Any, model: str | None) -> tuple[int, str] | None:
     if chosen is None:
         return None
     for key in MODEL_KEYS:
-        if _int(chosen.get(key)) is not None:
+        if int_or_none(chosen.get(key)) is not None:
             return chosen[key], f"/v1/models {key}"
     meta = chosen.get("meta")
-    if isinstance(meta, dict) and _int(meta.get("n_ctx")) is not None:
+    if isinstance(meta, dict) and int_or_none(meta.get("n_ctx")) is not None:
         return meta["n_ctx"], "/v1/models meta.n_ctx"
     return None
 
@@ -94,10 +91,10 @@ def advertised_by_props(doc: Any) -> tuple[int, str] | None:
     """(limit, source) from a llama.cpp /props document, or None."""
     if not isinstance(doc, dict):
         return None
-    n_ctx = _int(doc.get("n_ctx"))
+    n_ctx = int_or_none(doc.get("n_ctx"))
     if n_ctx is None:
         settings = doc.get("default_generation_settings")
-        n_ctx = _int(settings.get("n_ctx")) if isinstance(settings, dict) else None
+        n_ctx = int_or_none(settings.get("n_ctx")) if isinstance(settings, dict) else None
     return (n_ctx, "/props n_ctx") if n_ctx is not None else None
 
 
