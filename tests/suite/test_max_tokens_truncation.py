@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 
 # Imported before pytester's first in-process run (see test_prefix_reuse_signals.py).
-import conformance.engine.anthropic_route  # noqa: F401
 import conformance.engine.server  # noqa: F401
 from conformance.checks import client_wire as rules
 from conformance.plugin import SUITE_DIR

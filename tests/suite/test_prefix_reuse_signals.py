@@ -19,11 +19,7 @@ import pytest
 # The engine's modules imported with this module, before pytester's first in-process run: a run
 # restores sys.modules but not the package's attributes, so a route module imported again after
 # one would bind a second copy of conformance.engine.wire, whose per-request variations the
-# server's copy never sets.
-import conformance.engine.anthropic_route  # noqa: F401
-import conformance.engine.metrics  # noqa: F401
-import conformance.engine.openai_route  # noqa: F401
-import conformance.engine.responses_route  # noqa: F401
+# server's copy never sets. The server imports every route module (and metrics) at its top.
 import conformance.engine.server  # noqa: F401
 from conformance.checks import client_wire as rules
 from conformance.plugin import SUITE_DIR
