@@ -111,7 +111,7 @@ def client_info(clients_dir: Path, client: ClientProfile, version: str | None = 
     install when it is missing."""
     prefix = client_dir(clients_dir, client, version)
     launcher = binary_in_prefix(prefix, client)
-    native = prefix / client.native_binary if client.native_binary else launcher  # no native binary: the launcher
+    native = prefix / client.native_binary
     if not launcher.exists():
         want = f"{client.npm_package}@{version or client.pin}"
         where = release_prefix(clients_dir, client, version) if version else clients_dir
@@ -119,7 +119,8 @@ def client_info(clients_dir: Path, client: ClientProfile, version: str | None = 
                                 f"{want}` or pass --install")
     seen = client_version(launcher)
     return {"version": seen, "launcher": str(launcher),
-            "binary_sha256": sha256_file(native if native.exists() else launcher.resolve()),
+            # a client with no native binary (its npm package is the program) hashes its launcher
+            "binary_sha256": sha256_file(native if native.is_file() else launcher.resolve()),
             "npm": f"{client.npm_package}@{seen}"}
 
 

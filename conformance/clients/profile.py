@@ -121,15 +121,22 @@ class ClientProfile:
     recapture: tuple[RecaptureCase, ...] = ()  # the runs of its CLI the bundled corpus records, in order
 
     def __post_init__(self) -> None:
-        if self.recapture and (self.launch is None or not self.npm_package):
+        if self.recapture and not self.launchable:
             raise ValueError(f"client {self.name!r}: recapture cases need a Launch and an npm package (module rules)")
         for case in self.recapture:
             if case.wire is not None and case.wire not in self.wires:
                 raise ValueError(f"client {self.name!r}: recapture case {case.name!r} is on {case.wire.name}, a wire "
-                                 "the client does not speak")
+                                 f"the client does not speak (it speaks {', '.join(w.name for w in self.wires)})")
         names = [case.name for case in self.recapture]
-        if len(set(names)) != len(names):
-            raise ValueError(f"client {self.name!r}: two recapture cases share a name: {names}")
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ValueError(f"client {self.name!r}: two recapture cases share a name: {repeated} (each name is "
+                             "a capture file)")
+
+    @property
+    def launchable(self) -> bool:
+        """Its CLI can be run by the suite: it has a Launch and is installed from npm."""
+        return self.launch is not None and bool(self.npm_package)
 
     @property
     def wire(self) -> Dialect:
@@ -173,7 +180,7 @@ def profile_for_wire(wire: Dialect) -> ClientProfile | None:
 
 def launchable() -> list[ClientProfile]:
     """The registered clients whose CLI the suite can run (installed from npm)."""
-    return [p for p in PROFILES.values() if p.launch is not None and p.npm_package]
+    return [p for p in PROFILES.values() if p.launchable]
 
 
 def all_identifiers() -> Identifiers:

@@ -114,7 +114,7 @@ def accumulate(raw: RawExchange, request: dict, wire: Dialect) -> dict | None:
     """The accumulated message of a raw answer (via the Dialect's wire grammar), or None."""
     if not raw.ok:
         return None
-    if "text/event-stream" in raw.content_type.lower():
+    if wire.stream_media_type in raw.content_type.lower():
         return wire.check_stream(raw.chunks, request=request).message
     message, _ = wire.check_response(raw.body(), request=request)
     return message

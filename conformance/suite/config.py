@@ -118,7 +118,7 @@ def _coerce(d: dict[str, Any]) -> dict[str, Any]:
         raise ConfigError(f"api {d['api']!r} is not one of {APIS}")
     if "client" in d and d["client"] not in known_clients():
         raise ConfigError(f"client {d['client']!r} (--conformance-client) is not a known client; known clients: "
-                          f"{', '.join(known_clients())} (each a profile in conformance/clients/)")
+                          f"{', '.join(known_clients())} (each a module in conformance/clients/profiles/; a new client is a new module there)")
     for key in ("captures", "report_dir", "baseline", "baseline_write"):
         if key in d and d[key] is not None and not isinstance(d[key], Path):
             d[key] = Path(d[key])
