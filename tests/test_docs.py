@@ -45,14 +45,17 @@ FOREIGN_PATHS = {
 NOT_CHECK_IDS = {"reasoning.effort", "reasoning.summary", "reasoning.encrypted_content"}
 
 
+@cache
+def _doc_lines() -> tuple[tuple[str, str], ...]:
+    """(where, line) for every line of the docs, where = `file:line`; read once per run."""
+    return tuple((f"{doc.relative_to(ROOT)}:{number}", line) for doc in DOCS
+                 for number, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), 1))
+
+
 def _mentions(pattern: re.Pattern) -> list[tuple[str, str]]:
     """(where, match) for every match in the docs, where = `file:line`."""
-    found = []
-    for doc in DOCS:
-        for number, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), 1):
-            found += [(f"{doc.relative_to(ROOT)}:{number}", m.group(1) if m.groups() else m.group(0))
-                      for m in pattern.finditer(line)]
-    return found
+    return [(where, m.group(1) if m.groups() else m.group(0))
+            for where, line in _doc_lines() for m in pattern.finditer(line)]
 
 
 def _as_glob(path: str) -> str | None:
@@ -138,18 +141,21 @@ def _name_resolves(dotted: str) -> bool:
 def test_every_repository_path_in_the_docs_exists():
     problems = [f"{where}: {path}: {problem}" for where, path in _mentions(PATH)
                 if (problem := _path_problem(path))]
-    assert problems == [], "\n".join(problems)
+    assert problems == [], ("repository paths the docs mention that do not exist: fix the doc, or list a path of "
+                            "another project in FOREIGN_PATHS with why\n" + "\n".join(problems))
 
 
 def test_every_dotted_conformance_name_in_the_docs_exists():
     missing = [f"{where}: {name}" for where, name in _mentions(DOTTED)
                if not _name_resolves(name) and f'"{name}"' not in _code_strings()]
-    assert missing == [], "\n".join(missing)
+    assert missing == [], ("conformance.* names the docs mention that no module defines (read from the source): "
+                           "rename them in the doc or define them\n" + "\n".join(missing))
 
 
 def test_every_option_in_the_docs_is_defined():
     missing = [f"{where}: {option}" for where, option in _mentions(OPTION) if option not in _code_strings()]
-    assert missing == [], "\n".join(missing)
+    assert missing == [], ("options the docs mention that no code defines: fix the doc or add the option\n"
+                           + "\n".join(missing))
 
 
 def test_every_check_id_in_the_docs_is_registered():
@@ -158,7 +164,8 @@ def test_every_check_id_in_the_docs_is_registered():
     named = [(where, text) for where, text in _mentions(TICKED)
              if text.split(".")[0] in areas and not text.endswith((".py", ".md", ".json"))]
     unknown = [f"{where}: {text}" for where, text in named if text not in ids and text not in NOT_CHECK_IDS]
-    assert unknown == [], "\n".join(unknown)
+    assert unknown == [], ("ids of a registered area the docs mention that are not registered check ids: fix the "
+                           "doc, or list a request field in NOT_CHECK_IDS\n" + "\n".join(unknown))
 
 
 @pytest.mark.parametrize("text,problem", [
