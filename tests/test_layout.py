@@ -37,6 +37,7 @@ import subprocess
 import sys
 import tokenize
 from collections.abc import Iterator
+from functools import cache
 from html import escape
 from pathlib import Path
 
@@ -91,11 +92,23 @@ def _known(name: str) -> str | None:
     return None
 
 
+@cache
+def source_of(module: str) -> str:
+    """A module's source, read once per run (every rule below reads the whole tree)."""
+    return MODULES[module].read_text(encoding="utf-8")
+
+
+@cache
+def tree_of(module: str) -> ast.Module:
+    """A module's syntax tree, parsed once per run."""
+    return ast.parse(source_of(module), str(MODULES[module]))
+
+
 def imports_of(module: str) -> Iterator[tuple[int, str]]:
     """(line, conformance module) for every import in the file, at module level or inside a function."""
     path = MODULES[module]
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+    for node in ast.walk(tree_of(module)):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 target = _known(alias.name)
@@ -224,7 +237,7 @@ def test_only_the_entry_points_sit_directly_in_the_package():
 # ----------------------------------------------------------------------------- (d) names of wires and clients
 # The registered names and constants, read from the registries themselves: a new wire or client
 # is guarded the moment it is registered.
-DIALECT_NAMES = frozenset(d.name for d in DIALECTS.values()) | frozenset(DIALECTS)
+DIALECT_NAMES = frozenset(DIALECTS)  # the registry keys each wire by its own name
 DIALECT_CONSTANTS = frozenset(name for name, value in vars(conformance.wire).items() if isinstance(value, Dialect))
 CLIENT_NAMES = frozenset(PROFILES)
 # Who owns the names: wire/ its wires', clients/ its clients'; the doubles speak their own names
@@ -300,8 +313,8 @@ def _name_scan(owners: set[str], kind: str, **scan) -> list[str]:
     for module in MODULES:
         if floor_of(module) in owners:
             continue
-        lines = MODULES[module].read_text(encoding="utf-8").splitlines()
-        for line, column, what in name_uses("\n".join(lines), **scan):
+        lines = source_of(module).splitlines()
+        for line, column, what in name_uses(source_of(module), **scan):
             offenders.append(f"{rel(module)}:{line}:{column + 1}: {lines[line - 1].strip()}  <- {what} {kind}")
     return offenders
 
@@ -347,12 +360,12 @@ MAX_LINES = 500
 LONG_MODULES: dict[str, str] = {}  # none today
 
 
-def _line_count(path: Path) -> int:
-    return len(path.read_text(encoding="utf-8").splitlines())
+def _line_count(module: str) -> int:
+    return len(source_of(module).splitlines())
 
 
 def test_no_module_is_over_500_lines_unless_listed():
-    long = {rel(m): _line_count(p) for m, p in MODULES.items() if _line_count(p) > MAX_LINES}
+    long = {rel(m): n for m in MODULES if (n := _line_count(m)) > MAX_LINES}
     unlisted = [f"{path}: {n} lines" for path, n in sorted(long.items()) if path not in LONG_MODULES]
     assert not unlisted, (f"modules over {MAX_LINES} lines: split them at their seams (docs/DEVELOPING.md); only a "
                           "data table may be listed in LONG_MODULES here, with why:\n" + "\n".join(unlisted))
@@ -373,10 +386,10 @@ def registering_modules() -> list[str]:
     """The judge modules whose source registers a check (calls register, check or register_rule),
     found from the source, not by the registry's own loader, which is what is under test."""
     found = []
-    for module, path in MODULES.items():
+    for module in MODULES:
         if floor_of(module) in (*DOUBLES, "locust"):  # locust monkey-patches the process on import
             continue
-        calls = (n.func for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if isinstance(n, ast.Call))
+        calls = (n.func for n in ast.walk(tree_of(module)) if isinstance(n, ast.Call))
         if any((f.id if isinstance(f, ast.Name) else getattr(f, "attr", "")) in ("register", "check", "register_rule")
                for f in calls):
             found.append(module)
@@ -464,8 +477,8 @@ def test_function_import_scanner():
 
 def test_every_function_level_import_says_why():
     bad = []
-    for module, path in MODULES.items():
-        source = path.read_text(encoding="utf-8")
+    for module in MODULES:
+        source = source_of(module)
         lines = source.splitlines()
         bad += [f"{rel(module)}:{n}: {lines[n - 1].strip()}" for n in unexplained_function_imports(source)]
     assert not bad, ("imports of conformance modules inside a function with no comment saying why (on the line or "
