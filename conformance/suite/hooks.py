@@ -165,7 +165,24 @@ def on_call_report(item, call, report, session: SuiteSession) -> None:
     exc = call.excinfo.value if call.excinfo is not None else None
     if report.failed and isinstance(exc, ConformanceFailure):
         report.longrepr = str(exc)
+    elif report.failed and exc is not None and not isinstance(exc, pytest.fail.Exception):
+        record_exception(item, exc, report)
     apply_baseline(item, call, report, session)
+
+
+def record_exception(item, exc: BaseException, report) -> None:
+    """An exception that escaped a test with a CheckContext becomes its recorded failure (a
+    results record and a failure folder), so the test is in every report, not only junit."""
+    ctx = getattr(item, "funcargs", {}).get("conformance_ctx")
+    if not isinstance(ctx, CheckContext):
+        return
+    try:
+        folder = ctx.record_exception(exc)
+    except Exception as again:  # noqa: BLE001 - the report hook must not raise: the traceback is already shown
+        report.sections.append(("conformance", f"the failure could not be recorded: {again!r}"))
+        return
+    if folder:
+        report.sections.append(("conformance", f"failure folder: {folder}"))
 
 
 def apply_baseline(item, call, report, session: SuiteSession) -> None:
