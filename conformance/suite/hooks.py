@@ -24,6 +24,7 @@ import pytest
 
 from conformance.core.results import read_results
 from conformance.probes import progress
+from conformance.report.artifacts import ReportDirError
 from conformance.report.artifacts import prepare as prepare_report_dir
 from conformance.report.baseline import BaselineError
 from conformance.report.baseline import compare as compare_with_baseline
@@ -70,7 +71,10 @@ def configure(config: pytest.Config, key, suite_dir: Path) -> None:
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args[:] = [str(suite_dir)]
     if _is_controller(config) and not config.getoption("collectonly", False):
-        prepare_report_dir(session.report_dir)
+        try:
+            prepare_report_dir(session.report_dir)
+        except ReportDirError as exc:
+            raise pytest.UsageError(f"conformance: {exc}") from None
     if workerinput is None:
         _progress_past_capture(config)
 
