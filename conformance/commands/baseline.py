@@ -7,6 +7,8 @@ the release it was measured on is kept in its `client_versions` (conformance.rep
 
 from __future__ import annotations
 
+import sys
+
 from conformance.report.baseline import BaselineError, migrate
 
 NAME = "baseline"
@@ -24,8 +26,8 @@ def run(args) -> int:
         try:
             changed, releases = migrate(name)
         except BaselineError as exc:
-            print(f"{name}: {exc}")
-            status = 1
+            print(f"conformance baseline migrate: {name}: {exc}", file=sys.stderr)
+            status = 2  # bad input, not a conformance failure
             continue
         measured = ", ".join(f"{c} {v}" for c, v in releases.items()) or "no release named"
         print(f"{name}: {changed} key(s) re-keyed; measured on {measured}")
