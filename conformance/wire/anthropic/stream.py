@@ -95,7 +95,7 @@ class StreamMachine(StreamMachineBase):
         self.events.append(ev)
         try:
             data, err = fast_json(ev.data), None
-        except ValueError:  # (msgspec's DecodeError is one) json.loads decides and words it
+        except ValueError:  # not JSON, or past the bound: load_json says which
             data, err = load_json(ev.data)
         self.payloads.append(data)
         if err is not None or not isinstance(data, dict):

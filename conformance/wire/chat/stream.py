@@ -80,7 +80,7 @@ class StreamMachine(StreamMachineBase):
             return "done", None
         try:
             data, err = fast_json(ev.data), None
-        except ValueError:  # (msgspec's DecodeError is one) json.loads decides and words it
+        except ValueError:  # not JSON, or past the bound: load_json says which
             data, err = load_json(ev.data)
         if err is not None or not isinstance(data, dict):
             self._v(json_check(err, STREAM + "chunk_json"), f"data is neither a JSON object nor [DONE] ({err or type(data).__name__})",
