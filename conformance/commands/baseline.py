@@ -3,6 +3,8 @@
 Test keys name client and case (`test_replay.py::test_replay[claude-code/default]`); a baseline
 written when keys carried the release (`[claude-code/2.1.197/default]`) is rewritten in place, and
 the release it was measured on is kept in its `client_versions` (conformance.report.baseline).
+Exit 0: every file migrated; 2: a file that is not a baseline (one line each on stderr, the other
+files still migrated).
 """
 
 from __future__ import annotations
