@@ -5,7 +5,8 @@ Rules:
   name, `-` for `_`), `HELP`, `add_arguments(parser)` and `run(args) -> int`. This file discovers
   them; it holds no logic.
 - Exit codes: 0 success, 1 conformance failures found, 2 bad usage or unreadable input (with a
-  message that says what, why and how to fix). Unexpected exceptions are not swallowed.
+  message that says what, why and how to fix): argparse's own errors are one line too
+  (`conformance.commands.argtypes.OneLineParser`, the parser of every subcommand). Unexpected exceptions are not swallowed.
 - Subcommand modules import what they use at module top, like every module. A command line that
   names a subcommand loads that subcommand's module alone (`conformance engine`, which the tests
   spawn, loads no judge module); `conformance --help` and an unknown name load them all.
@@ -20,6 +21,7 @@ import sys
 
 import conformance.commands
 from conformance import __version__
+from conformance.commands.argtypes import OneLineParser
 
 
 def _commands(name: str | None = None) -> list:
@@ -32,7 +34,7 @@ def _commands(name: str | None = None) -> list:
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser of every subcommand, or of the one `command` names."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="conformance",
         description="Agent-loop conformance suite for LLM serving stacks (routers and engines).",
     )

@@ -16,12 +16,14 @@ import json
 import re
 from typing import Any
 
+from conformance.core.bounded_json import parse as parse_json
+
 
 def error_text(body: bytes) -> str:
     """The target's error message from any common envelope, else the body text (clipped)."""
     text = body.decode("utf-8", errors="replace").strip()
     try:
-        doc = json.loads(text)
+        doc = parse_json(text)
     except (json.JSONDecodeError, ValueError):
         return text[:600]
     parts: list[str] = []

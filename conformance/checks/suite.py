@@ -37,6 +37,7 @@ from typing import Any
 from conformance.checks.exchange_state import ExchangeState
 from conformance.checks.limits import LIMIT_CHECK
 from conformance.checks.refusal import error_text, named_field
+from conformance.core.bounded_json import parse as parse_json
 from conformance.core.registry import check, register
 from conformance.core.verdict import Verdict
 from conformance.net.transport import RawExchange
@@ -53,6 +54,18 @@ TARGET_REACHABLE = register(
     "the target accepts TCP connections",
     likely_cause="the router or engine is not running, crashed, or listens on another host/port",
     scope="exchange",
+    judges="stack",
+).id
+
+# An exception that escaped a test (the judge, the loop's sandbox, the suite's own code): the
+# test is still recorded, with its failure folder, so it appears in every report.
+NO_EXCEPTION = register(
+    "suite.judge.no_exception",
+    "the suite judges every exchange without an exception",
+    description=("An exception escaped the test's own code: the judge, the loop's sandbox or the suite. The "
+                 "test is recorded failed with the exception and its traceback's last frames in failure.txt."),
+    likely_cause="bytes from the target the judge does not yet handle, or a bug in the suite (report it)",
+    scope="suite",
     judges="stack",
 ).id
 
@@ -313,7 +326,7 @@ def endpoint(state: ExchangeState) -> list[Verdict]:
 
 def _body_json(raw: RawExchange) -> Any:
     try:
-        return json.loads(raw.body().decode("utf-8"))
+        return parse_json(raw.body())
     except (UnicodeDecodeError, json.JSONDecodeError, ValueError):
         return None
 

@@ -3,9 +3,13 @@
 Test keys name client and case (`test_replay.py::test_replay[claude-code/default]`); a baseline
 written when keys carried the release (`[claude-code/2.1.197/default]`) is rewritten in place, and
 the release it was measured on is kept in its `client_versions` (conformance.report.baseline).
+Exit 0: every file migrated; 2: a file that is not a baseline (one line each on stderr, the other
+files still migrated).
 """
 
 from __future__ import annotations
+
+import sys
 
 from conformance.report.baseline import BaselineError, migrate
 
@@ -24,8 +28,8 @@ def run(args) -> int:
         try:
             changed, releases = migrate(name)
         except BaselineError as exc:
-            print(f"{name}: {exc}")
-            status = 1
+            print(f"conformance baseline migrate: {name}: {exc}", file=sys.stderr)
+            status = 2  # bad input, not a conformance failure
             continue
         measured = ", ".join(f"{c} {v}" for c, v in releases.items()) or "no release named"
         print(f"{name}: {changed} key(s) re-keyed; measured on {measured}")

@@ -15,6 +15,7 @@ Rules:
 from __future__ import annotations
 
 import contextlib
+import socket
 import sys
 import time
 from pathlib import Path
@@ -24,6 +25,7 @@ from conformance.capture.diff import diff_paths, drift_summary, format_diff
 from conformance.capture.format import CaptureFormatError
 from conformance.capture.proxy import CaptureRecorder, CaseInfo, run_proxy_forever
 from conformance.capture.redact import SECRET_HEADERS, RedactionConfig
+from conformance.commands.argtypes import http_url, listen_address, writable_folder
 from conformance.engine.launch import serve_engine_in_thread
 
 NAME = "capture"
@@ -37,16 +39,16 @@ DESCRIPTION = (
 
 def add_arguments(parser) -> None:
     src = parser.add_mutually_exclusive_group()
-    src.add_argument("--upstream", metavar="URL", help="target to forward to, e.g. http://127.0.0.1:4000")
+    src.add_argument("--upstream", type=http_url, metavar="URL", help="target to forward to, e.g. http://127.0.0.1:4000")
     src.add_argument("--engine", action="store_true", help="answer with the embedded reference engine")
     src.add_argument("--diff", nargs=2, metavar=("OLD", "NEW"), help="structural diff of two corpora (dirs or files)")
     parser.add_argument("--diff-responses", action="store_true",
                         help="with --diff: also compare response status and content type")
     parser.add_argument("--full", action="store_true",
                         help="with --diff: after the summary, list every structural difference")
-    parser.add_argument("--listen", default="127.0.0.1:0", metavar="HOST:PORT",
+    parser.add_argument("--listen", type=listen_address, default="127.0.0.1:0", metavar="HOST:PORT",
                         help="where the proxy listens (default 127.0.0.1:0, a free port; the address is printed)")
-    parser.add_argument("--out", metavar="DIR", help="folder for the capture file")
+    parser.add_argument("--out", type=writable_folder, metavar="DIR", help="folder for the capture file")
     parser.add_argument("--label", metavar="NAME", help="case name and file name (default capture-<UTC time>)")
     parser.add_argument("--client", help="client name to record (default: identified from the requests)")
     parser.add_argument("--client-version", help="client version to record (default: identified from the requests)")
@@ -64,11 +66,16 @@ def add_arguments(parser) -> None:
                         help="with --filler: user text containing TEXT is the user's own and is kept")
 
 
-def _parse_listen(value: str) -> tuple[str, int]:
-    host, _, port = value.rpartition(":")
-    if not host or not port.isdigit():
-        raise ValueError(f"--listen {value!r}: expected HOST:PORT such as 127.0.0.1:8089")
-    return host, int(port)
+def _port_taken(host: str, port: int) -> str | None:
+    """Why the proxy could not listen on host:port (in use, not an address here), or None; asked
+    before anything starts, so a bad --listen is one line, not a traceback from the server."""
+    if port == 0:
+        return None
+    try:
+        with socket.create_server((host, port)):
+            return None
+    except OSError as exc:
+        return exc.strerror or str(exc)
 
 
 def run(args) -> int:
@@ -95,10 +102,11 @@ def run(args) -> int:
     if not args.out:
         print("conformance capture: --out DIR is required (where the capture file goes)", file=sys.stderr)
         return 2
-    try:
-        host, port = _parse_listen(args.listen)
-    except ValueError as exc:
-        print(f"conformance capture: {exc}", file=sys.stderr)
+    host, port = args.listen
+    taken = _port_taken(host, port)
+    if taken:
+        print(f"conformance capture: --listen {host}:{port}: cannot listen there ({taken}); give a free port, "
+              "or port 0 for any free one", file=sys.stderr)
         return 2
 
     label = args.label or time.strftime("capture-%Y%m%dT%H%M%SZ", time.gmtime())
@@ -114,7 +122,12 @@ def run(args) -> int:
         keep_texts=tuple(args.keep_text),
     )
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"conformance capture: --out {out}: cannot create the folder ({exc.strerror or exc}); give a folder "
+              "you may write", file=sys.stderr)
+        return 2
     info = CaseInfo(case=label, client=args.client, client_version=args.client_version,
                     meta={"captured_at": time.strftime("%Y-%m-%d", time.gmtime()),
                           "upstream": "reference-engine" if args.engine else args.upstream})

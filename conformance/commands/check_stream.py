@@ -19,6 +19,7 @@ import json
 import sys
 from pathlib import Path
 
+from conformance.core.bounded_json import parse as parse_json
 from conformance.report.text import format_violation
 from conformance.wire.registry import DIALECTS, dialect
 
@@ -53,7 +54,7 @@ def run(args) -> int:
     request = None
     if args.request:
         try:
-            request = json.loads(Path(args.request).read_text(encoding="utf-8"))
+            request = parse_json(Path(args.request).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             return _fail(f"cannot use --request {args.request}: {exc}. It must be the JSON request body.")
         if not isinstance(request, dict):

@@ -12,6 +12,7 @@ import sys
 
 from aiohttp import web
 
+from conformance.commands.argtypes import port, positive_number
 from conformance.engine import faults as fault_modes
 from conformance.engine import variations as variation_modes
 from conformance.engine.scenarios import EngineScenarioError
@@ -29,15 +30,15 @@ DESCRIPTION = (
 
 def add_arguments(parser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8400, help="port (0 = a free one; default 8400)")
+    parser.add_argument("--port", type=port, default=8400, help="port (0 = a free one; default 8400)")
     parser.add_argument("--model", default=None, help="model name served and advertised (default reference-model)")
     parser.add_argument("--fault", action="append", default=[], metavar="NAME",
                         help="switch a fault on (repeatable; `conformance faults` lists them)")
     parser.add_argument("--variation", action="append", default=[], metavar="NAME",
                         help="switch a valid variation on (repeatable; `conformance variations` lists them)")
-    parser.add_argument("--prefill-rate", type=float, default=None, metavar="TOKENS_PER_S",
+    parser.add_argument("--prefill-rate", type=positive_number, default=None, metavar="TOKENS_PER_S",
                         help="stream pacing: prompt tokens per second before the first event (default: no prefill wait)")
-    parser.add_argument("--decode-rate", type=float, default=None, metavar="TOKENS_PER_S",
+    parser.add_argument("--decode-rate", type=positive_number, default=None, metavar="TOKENS_PER_S",
                         help="stream pacing: content tokens per second (default: the writer's built-in pace)")
     parser.add_argument("--max-context", type=int, default=None, metavar="TOKENS",
                         help="context limit in engine tokens (default 131072)")

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from conformance.capture.corpus import load_captures
 from conformance.capture.format import CaptureFormatError
+from conformance.commands.argtypes import http_url, positive_number
 from conformance.core.failures import errors
 from conformance.net.target import Target
 from conformance.net.transport import Deadlines
@@ -42,14 +43,14 @@ DESCRIPTION = (
 
 def add_arguments(parser) -> None:
     parser.add_argument("path", metavar="FILE|DIR", help="a capture file or a folder of them (e.g. captured/)")
-    parser.add_argument("--target", required=True, metavar="URL", help="base URL of the router or engine")
+    parser.add_argument("--target", required=True, type=http_url, metavar="URL", help="base URL of the router or engine")
     parser.add_argument("--model-map", action="append", default=[], metavar="A=B",
                         help="send model B where the capture has A (repeatable; '*=B' maps every model)")
     parser.add_argument("--salt", nargs="?", const="random", default=None, metavar="TEXT",
                         help="prefix the system prompt with a salt (random unless TEXT) to defeat prefix caches")
     parser.add_argument("--api-key", default=None, metavar="KEY",
                         help="key to send (default $CONFORMANCE_API_KEY, else a placeholder)")
-    parser.add_argument("--deadline-scale", type=float, default=1.0, metavar="F",
+    parser.add_argument("--deadline-scale", type=positive_number, default=1.0, metavar="F",
                         help="multiply the first-content and total deadlines (slow CPU engines)")
     parser.add_argument("--only", default=None, metavar="TEXT", help="only captures whose id contains TEXT")
 

@@ -11,10 +11,10 @@ Rules:
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
+from conformance.core.bounded_json import parse as parse_json
 from conformance.report.compare import CompareError, compare, load_run, render_html, render_markdown
 from conformance.report.html import write_html
 
@@ -43,7 +43,7 @@ def run(args) -> int:
     if what == "compare":
         try:
             result = compare(load_run(args.run_a), load_run(args.run_b))
-        except CompareError as exc:
+        except (CompareError, ValueError, OSError) as exc:  # ValueError: a line that is not a record
             print(f"conformance report compare: {exc}", file=sys.stderr)
             return 2
         out = Path(args.out)
@@ -61,8 +61,13 @@ def run(args) -> int:
                   "(the one holding results/)", file=sys.stderr)
             return 2
         meta_file = folder / "results" / "run.json"
-        meta = json.loads(meta_file.read_text(encoding="utf-8")).get("facts", {}) if meta_file.is_file() else {}
-        print(write_html(folder, {k: str(v) for k, v in meta.items() if k != "markers"}))
+        try:
+            meta = parse_json(meta_file.read_bytes()).get("facts", {}) if meta_file.is_file() else {}
+            print(write_html(folder, {k: str(v) for k, v in meta.items() if k != "markers"}))
+        except (ValueError, OSError, AttributeError) as exc:  # a line that is not a record; run.json not an object
+            print(f"conformance report html: {exc}; re-run the suite to write a fresh report folder",
+                  file=sys.stderr)
+            return 2
         return 0
     print("conformance report: say what: `conformance report compare RUN_A RUN_B` or `conformance report html RUN`",
           file=sys.stderr)

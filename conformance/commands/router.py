@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import sys
 
+from conformance.commands.argtypes import http_url, port
 from conformance.router.faults import ROUTER_FAULTS
 from conformance.router.launch import LISTENING, _start_site
 from conformance.router.server import RouterConfig, make_app
@@ -23,7 +24,7 @@ DESCRIPTION = (
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--upstream", help="base URL of the engine, e.g. http://127.0.0.1:8000 (required to serve)")
+    parser.add_argument("--upstream", type=http_url, help="base URL of the engine, e.g. http://127.0.0.1:8000 (required to serve)")
     parser.add_argument("--upstream-api", choices=("openai", "anthropic"), default="openai",
                         help="openai: translate to /v1/chat/completions (default); anthropic: pass through to /v1/messages")
     parser.add_argument("--fault", action="append", default=[], metavar="NAME",
@@ -31,7 +32,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--model", help="upstream model name to send (default: the client's model, unchanged)")
     parser.add_argument("--fallback-model", help="upstream model of the faulty fallback/small tiers (default: relabel only)")
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=0, help="port to listen on (0: a free port)")
+    parser.add_argument("--port", type=port, default=0, help="port to listen on (0: a free port)")
     parser.add_argument("--list-faults", action="store_true", help="print the router faults and exit")
 
 

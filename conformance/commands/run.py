@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 
 from conformance import __version__
+from conformance.commands.argtypes import http_url
 from conformance.engine.launch import EngineStartError, spawn_engine
+from conformance.report.artifacts import refusal as report_dir_refusal
 
 NAME = "run"
 HELP = "run the conformance suite (against the embedded reference engine when no --target is given)"
@@ -31,7 +33,7 @@ DESCRIPTION = (
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--target", metavar="URL", help="router or engine base URL (env CONFORMANCE_TARGET)")
+    parser.add_argument("--target", type=http_url, metavar="URL", help="router or engine base URL (env CONFORMANCE_TARGET)")
     parser.add_argument("--fault", action="append", default=[], metavar="NAME",
                         help="with no --target: start the embedded engine with this fault (repeatable)")
     parser.add_argument("--variation", action="append", default=[], metavar="NAME",
@@ -55,6 +57,10 @@ def run(args) -> int:
     if target and (args.fault or args.variation):
         print("conformance run: --fault and --variation apply to the embedded engine; they cannot be combined "
               "with --target", file=sys.stderr)
+        return 2
+    refused = report_dir_refusal(_report_dir(extra))  # before an engine starts: one line, exit 2
+    if refused:
+        print(f"conformance run: {refused}", file=sys.stderr)
         return 2
     # `conformance` is imported before pytest starts, so its plugin module cannot be rewritten.
     # The suite has no async fixtures; naming a loop scope only silences pytest-asyncio's warning.

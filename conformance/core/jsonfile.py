@@ -3,7 +3,8 @@
 Rules:
 - `read_json(path, error, ...)` returns the parsed document or raises the caller's own `error`
   type (so callers keep catching what they always caught), for three causes: the file is
-  missing, it cannot be read (permissions, a folder, not UTF-8 text), it is not JSON.
+  missing, it cannot be read (permissions, a folder, not UTF-8 text), it is not JSON (or nests
+  deeper than the one bounded parser reads: a file may come from a stranger).
 - The caller words each cause: a message template with `{path}` and, where there is one, `{why}`
   (the underlying error). The defaults are plain; a caller adds its own hint (what to run, which
   contract to read).
@@ -13,9 +14,10 @@ Rules:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
+
+from conformance.core.bounded_json import parse as parse_json
 
 MISSING = "{path} does not exist"
 UNREADABLE = "{path} cannot be read ({why}); it should be a UTF-8 text file you may read"
@@ -32,6 +34,6 @@ def read_json(path: Path | str, error: type[Exception], *, missing: str = MISSIN
     except (OSError, UnicodeDecodeError) as exc:
         raise error(unreadable.format(path=path, why=exc)) from exc
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
+        return parse_json(text)
+    except ValueError as exc:  # not JSON, or past the bounded parser's depth or size
         raise error(not_json.format(path=path, why=exc)) from exc

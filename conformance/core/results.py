@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from conformance.core.bounded_json import parse as parse_json
 from conformance.core.verdict import OUTCOMES
 
 RECORD_VERSION = 1
@@ -92,12 +93,16 @@ def read_results(folder_or_file: Path) -> list[Result]:
     files = [p] if p.is_file() else sorted(p.glob("results-*.jsonl"))
     out: list[Result] = []
     for f in files:
-        for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            text = f.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{f}: not a results file: it is not UTF-8 text ({exc})") from exc
+        for n, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
             try:
-                out.append(Result.from_dict(json.loads(line)))
-            except (ValueError, TypeError) as exc:
+                out.append(Result.from_dict(parse_json(line)))
+            except (ValueError, TypeError, AttributeError, KeyError) as exc:  # not JSON, or not a record's
                 raise ValueError(f"{f}:{n}: not a results record: {exc}") from exc
     out.sort(key=lambda r: r.timestamp)
     return out

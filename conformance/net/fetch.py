@@ -10,9 +10,9 @@ Rules:
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from conformance.core.bounded_json import parse as parse_json
 from conformance.net.target import Target
 from conformance.net.transport import Deadlines
 
@@ -26,6 +26,6 @@ def get_json(base_url: str, path: str, *, deadlines: Deadlines = FETCH_DEADLINES
     if raw.error_kind is not None or raw.status != 200:
         return None
     try:
-        return json.loads(raw.body())
+        return parse_json(raw.body())
     except ValueError:
         return None

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import json
 import math
 import uuid
 from collections.abc import Iterable, Sequence
@@ -38,6 +37,7 @@ from typing import Any
 import httpx
 
 from conformance.core import registry
+from conformance.core.bounded_json import parse as parse_json
 from conformance.core.failures import Violation
 from conformance.core.verdict import Verdict
 from conformance.net import transport
@@ -173,7 +173,7 @@ def error_message(raw: RawExchange) -> str:
     """The message a refusal carries (Anthropic and OpenAI envelopes, else the body text)."""
     text = raw.body().decode("utf-8", "replace")
     try:
-        data = json.loads(text)
+        data = parse_json(text)
     except ValueError:
         return text.strip()[:300]
     if isinstance(data, dict):
@@ -348,7 +348,7 @@ class TokenCounter:
 
 def _json_or_none(raw: RawExchange) -> Any:
     try:
-        return json.loads(raw.body())
+        return parse_json(raw.body())
     except ValueError:
         return None
 

@@ -20,11 +20,11 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from conformance.core.bounded_json import parse as parse_json
 from conformance.net.transport import Deadlines
 from conformance.probes.common import Target
 from conformance.wire.conversation import int_or_none
@@ -118,7 +118,7 @@ def _target_fetch(target: Target) -> Fetch:
     def fetch(path: str) -> tuple[int | None, Any]:
         raw = target.net.send_sync(target.wire, path, method="GET", deadlines=deadlines, content_started=False)
         try:
-            return raw.status, json.loads(raw.body())
+            return raw.status, parse_json(raw.body())
         except ValueError:
             return raw.status, None
 

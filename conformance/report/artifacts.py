@@ -15,12 +15,17 @@ Rules:
 - Secrets never reach disk: credentials in headers are replaced by `<redacted:...>`
   (`conformance.capture.redact.redact_credentials`, the one redactor); captured bodies are
   already redacted by the capture proxy.
-- `prepare(report_dir)` clears what a previous run left (results, failures, summary) so reports
-  describe one run; it touches only files this module and the summary writer create.
+- `prepare(report_dir)` clears what a previous run left so reports describe one run, in a folder
+  that is the suite's own: one holding the marker file `.conformance-report` (MARKER), which
+  prepare writes into a new or empty folder. A folder with other files and no marker is refused
+  (ReportDirError, one line); nothing the suite did not write is removed even in a marked one:
+  results-*.jsonl and run.json in results/, the failure folders (those holding failure.txt)
+  under failures/, summary.md and report.html; emptied folders go too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 import shutil
@@ -33,14 +38,69 @@ from conformance.core.failures import Violation
 from conformance.net.transport import Limits
 from conformance.report.text import format_failure
 
+MARKER = ".conformance-report"
+MARKER_TEXT = ("This folder is the conformance suite's report folder: each run replaces the results-*.jsonl "
+               "and run.json in results/, the failure folders in failures/, summary.md and report.html.\n")
+
+
+class ReportDirError(ValueError):
+    """A report folder the suite may not use, said in one line (what, why, how to fix)."""
+
+
+def refusal(report_dir: Path) -> str | None:
+    """Why the suite may not use `report_dir` (a file on its path, a folder holding files without
+    the marker), or None. Reads only; `conformance run` asks it before pytest starts."""
+    report_dir = Path(report_dir)
+    probe = report_dir
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    if not probe.is_dir():
+        where = "is a file" if probe == report_dir else f"is under {probe}, which is a file"
+        return f"report folder {report_dir} {where}: give --conformance-report-dir a folder path"
+    if probe == report_dir and not (report_dir / MARKER).is_file() and any(report_dir.iterdir()):
+        return (f"report folder {report_dir} holds files the suite did not write (no {MARKER} marker), and a run "
+                "replaces results/, failures/, summary.md and report.html: give --conformance-report-dir a new "
+                "or empty folder")
+    return None
+
 
 def prepare(report_dir: Path) -> None:
     report_dir = Path(report_dir)
-    for sub in ("results", "failures"):
-        shutil.rmtree(report_dir / sub, ignore_errors=True)
+    problem = refusal(report_dir)
+    if problem is not None:
+        raise ReportDirError(problem)
+    try:
+        report_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ReportDirError(f"report folder {report_dir}: cannot create it ({exc.strerror or exc}); give "
+                             "--conformance-report-dir a folder path you may write") from None
+    marker = report_dir / MARKER
+    if not marker.is_file():
+        marker.write_text(MARKER_TEXT, encoding="utf-8")
+        return
+    results = report_dir / "results"
+    for written in [*results.glob("results-*.jsonl"), results / "run.json"]:
+        written.unlink(missing_ok=True)
+    _remove_failure_folders(report_dir / "failures")
     for name in ("summary.md", "report.html"):
         (report_dir / name).unlink(missing_ok=True)
-    report_dir.mkdir(parents=True, exist_ok=True)
+    for folder in (results, report_dir / "failures"):
+        with contextlib.suppress(OSError):
+            folder.rmdir()  # only when emptied
+
+
+def _remove_failure_folders(root: Path) -> None:
+    """The folders under `root` that write_failure_folder made (holding failure.txt), then every
+    folder left empty; anything else stays."""
+    if not root.is_dir() or root.is_symlink():
+        return
+    made = {p.parent for p in root.rglob("failure.txt")}
+    for folder in sorted(made, key=lambda p: len(p.parts), reverse=True):
+        shutil.rmtree(folder, ignore_errors=True)
+    for folder in sorted((p for p in root.rglob("*") if p.is_dir() and not p.is_symlink()),
+                         key=lambda p: len(p.parts), reverse=True):
+        with contextlib.suppress(OSError):
+            folder.rmdir()
 
 
 def curl_command(method: str, url: str, headers: dict[str, str], body_file: str, *, stream: bool) -> str:

@@ -14,6 +14,9 @@ Rules:
   by itself is judged here, a deliberately invalid one by the error-answer rule) and applies the
   answer: the `layer:` line of the failure text, `layer` and `details["attribution"]` on the
   failed records, both sides' evidence in the failure folder (attribution-N.json / .txt).
+- An exception that escapes a test (`record_exception`, from the plugin's report hook) is a
+  recorded failure of `suite.judge.no_exception` with its failure folder, so a test that crashed
+  is in the results, summary.md, report.html and junit like any other failure.
 - The stable test key (`test_replay.py::test_replay[claude-code/2.1.197/default]`) names results
   and baseline entries; it does not depend on where the suite is installed.
 """
@@ -23,6 +26,7 @@ from __future__ import annotations
 import json
 import shlex
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -68,6 +72,7 @@ class CheckContext:
         self._results: list[Result] = []
         self._outcomes: dict[str, str] = {}
         self._finished = False
+        self._recorded = 0  # how many of self._results the session has recorded
         self._start = time.monotonic()
         self.extra: dict[str, str] = {}
 
@@ -175,6 +180,26 @@ class CheckContext:
         if self._finished:
             return
         self._finished = True
+        title, folder, reproduce = self._conclude(title)
+        if self.errors:
+            raise ConformanceFailure(title, self.violations, reproduce=reproduce,
+                                     extra={**self.extra, **({"failure folder": folder} if folder else {})})
+
+    def record_exception(self, exc: BaseException) -> str:
+        """An exception escaped the test: a failed record of suite.judge.no_exception beside what
+        was decided before it, and the failure folder (its path is returned)."""
+        frames = traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-8)
+        self.extra["exception"] = "".join(frames).rstrip()[-4000:]
+        v = violation(suite_checks.NO_EXCEPTION, f"{type(exc).__name__} escaped the test: {str(exc)[:300]}",
+                      expected="a verdict for every exchange", seen=f"{type(exc).__name__}: {str(exc)[:300]}")
+        self.outcome(suite_checks.NO_EXCEPTION, "error", violations=[v])
+        self._finished = True
+        _title, folder, _reproduce = self._conclude(f"{self.item.name}: {type(exc).__name__} escaped the test")
+        return folder
+
+    def _conclude(self, title: str | None) -> tuple[str, str, list[str]]:
+        """Write the failure folder (on errors) and the records not written yet; set the JUnit
+        properties. (title, folder or "", the reproduce lines)."""
         errors = self.errors
         folder = ""
         title = title or f"{self.item.name}: {len(errors)} violation(s)"
@@ -192,16 +217,15 @@ class CheckContext:
                                  extra=self.extra)
             folder = str(path)
         duration = time.monotonic() - self._start
-        for r in self._results:
+        for r in self._results[self._recorded:]:
             r.artifacts = folder if r.outcome in ("failed", "error") else ""
             r.duration_s = round(duration, 3)
             if not r.model:
                 r.model = self.model
             self.session.record(r)
+        self._recorded = len(self._results)
         self._set_properties(errors, folder)
-        if errors:
-            raise ConformanceFailure(title, self.violations, reproduce=reproduce,
-                                     extra={**self.extra, **({"failure folder": folder} if folder else {})})
+        return title, folder, reproduce
 
     def _judged(self, sent: Sent) -> JudgedExchange:
         """One exchange with the target's verdict on it: the one `judge` gave, else judged now."""
@@ -236,8 +260,9 @@ class CheckContext:
         """Teardown safety: record what was decided even if the test stopped before finish()."""
         if not self._finished:
             self._finished = True
-            for r in self._results:
+            for r in self._results[self._recorded:]:
                 self.session.record(r)
+            self._recorded = len(self._results)
 
     def _versions(self) -> dict[str, str]:
         out = {}

@@ -24,6 +24,7 @@ import pytest
 
 from conformance.core.results import read_results
 from conformance.probes import progress
+from conformance.report.artifacts import ReportDirError
 from conformance.report.artifacts import prepare as prepare_report_dir
 from conformance.report.baseline import BaselineError
 from conformance.report.baseline import compare as compare_with_baseline
@@ -70,7 +71,10 @@ def configure(config: pytest.Config, key, suite_dir: Path) -> None:
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args[:] = [str(suite_dir)]
     if _is_controller(config) and not config.getoption("collectonly", False):
-        prepare_report_dir(session.report_dir)
+        try:
+            prepare_report_dir(session.report_dir)
+        except ReportDirError as exc:
+            raise pytest.UsageError(f"conformance: {exc}") from None
     if workerinput is None:
         _progress_past_capture(config)
 
@@ -165,7 +169,24 @@ def on_call_report(item, call, report, session: SuiteSession) -> None:
     exc = call.excinfo.value if call.excinfo is not None else None
     if report.failed and isinstance(exc, ConformanceFailure):
         report.longrepr = str(exc)
+    elif report.failed and exc is not None and not isinstance(exc, pytest.fail.Exception):
+        record_exception(item, exc, report)
     apply_baseline(item, call, report, session)
+
+
+def record_exception(item, exc: BaseException, report) -> None:
+    """An exception that escaped a test with a CheckContext becomes its recorded failure (a
+    results record and a failure folder), so the test is in every report, not only junit."""
+    ctx = getattr(item, "funcargs", {}).get("conformance_ctx")
+    if not isinstance(ctx, CheckContext):
+        return
+    try:
+        folder = ctx.record_exception(exc)
+    except Exception as again:  # noqa: BLE001 - the report hook must not raise: the traceback is already shown
+        report.sections.append(("conformance", f"the failure could not be recorded: {again!r}"))
+        return
+    if folder:
+        report.sections.append(("conformance", f"failure folder: {folder}"))
 
 
 def apply_baseline(item, call, report, session: SuiteSession) -> None:

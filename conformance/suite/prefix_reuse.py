@@ -17,7 +17,6 @@ Rules:
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 
 import httpx
@@ -25,6 +24,7 @@ import httpx
 from conformance.capture.format import Capture, Exchange
 from conformance.checks import client_wire as rules
 from conformance.checks.exchange import check_exchange
+from conformance.core.bounded_json import parse as parse_json
 from conformance.suite.client_wire_requests import BILLING, isolated, send, wire_of
 from conformance.wire.dialect import Dialect
 
@@ -57,7 +57,7 @@ def reported(sent, wire: Dialect) -> tuple[int | None, str | None, int | None]:
     verdict = check_exchange(sent.raw, sent.request, wire=wire)
     usage = wire.usage(verdict.message) if verdict.message else None
     try:
-        answer = json.loads(sent.raw.body())
+        answer = parse_json(sent.raw.body())
     except ValueError:
         answer = None
     read, name = rules.reported_cache_read(usage, answer)

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance import __version__
+from conformance.core.bounded_json import parse as parse_json
 from conformance.core.results import Result, ResultsWriter
 from conformance.net.client import headers_for
 from conformance.net.target import Target
@@ -221,7 +222,7 @@ class SuiteSession:
         """The smallest streamed one-turn request on `wire` (the model of the hung request)."""
         model = None
         try:
-            parsed = json.loads(sent_body or b"{}")
+            parsed = parse_json(sent_body or b"{}")
             model = parsed.get("model") if isinstance(parsed, dict) else None
         except ValueError:
             pass
@@ -247,7 +248,7 @@ class SuiteSession:
                 self.mark_down(f"GET {path}: {raw.error}")
             return None, None
         try:
-            return raw.status, json.loads(raw.body().decode("utf-8"))
+            return raw.status, parse_json(raw.body())
         except (UnicodeDecodeError, ValueError):
             return raw.status, None
 

@@ -15,7 +15,9 @@ Rules:
   `anthropic.stream.stop_sequence_present`, not as a generic schema error.
 - Every rule a grammar reports is registered with `register_rule`: scope `wire` (the state
   machine reports it, no runner calls it) and judging the `stack` (the bytes a stack produced).
-- Nothing here raises on a target's bytes: bad input is a violation.
+- Nothing here raises on a target's bytes: bad input is a violation. Every JSON a target sent is
+  parsed by the one bounded parser (`load_json`, `fast_json`, `parse_json`); a parse failure's
+  check is `json_check(reason, the wire's own id)`: `suite.limits.json_depth` past the bound.
 """
 
 from __future__ import annotations
@@ -28,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator
-from msgspec import DecodeError as _FastDecodeError
-from msgspec.json import Decoder as _FastDecoder
 
+from conformance.core.bounded_json import MAX_BYTES, MAX_DEPTH, is_bound_reason
+from conformance.core.bounded_json import parse as parse_json
 from conformance.core.failures import HasViolations, Violation
 from conformance.core.registry import CheckSpec, add_area, register, violation
 from conformance.wire.sse import SSEDecoder, SSEEvent, iter_chunks
@@ -338,15 +340,30 @@ def check_for_pointer(table: list[tuple[str, str, str]], kind: str, ptr: str, de
 _ARRAY_POS = re.compile(r"/\d+(?=/|$)")
 
 
-# msgspec's decoder is ~5x json.loads. It accepts a subset of what json.loads accepts and gives
-# the same values there (tests/wire/test_wire_schemas.py: a property test); what it refuses (NaN,
-# Infinity, 1e400, lone surrogate escapes, and every real error) goes to json.loads, so verdicts
-# and error wording are json.loads's.
-_fast_decode = _FastDecoder().decode
+# The one bounded parser (conformance/core/bounded_json.py): msgspec first, json.loads for what
+# msgspec refuses, so values and error wording are json.loads's; past the depth or size bound a
+# ValueError whose reason `is_bound_reason`, reported as JSON_DEPTH by `json_check`.
+# For hot loops: raises ValueError on anything it refuses; the caller then asks load_json for
+# the reason.
+fast_json = parse_json
 
-# For hot loops: raises ValueError (msgspec's DecodeError is one) on anything it refuses; the
-# caller then asks load_json, which falls back to json.loads.
-fast_json = _fast_decode
+JSON_DEPTH = register(
+    "suite.limits.json_depth",
+    "no JSON a target sends nests deeper, or is larger, than the suite parses",
+    description=(f"Every JSON document from a target (event data, a body, tool arguments) is parsed with a "
+                 f"bound: {MAX_DEPTH} levels of arrays and objects, {MAX_BYTES // 2**20} MiB. Past it the "
+                 "document is this violation, not a parse: 3 KB of brackets nested 1,500 deep make "
+                 "every standard parser raise RecursionError."),
+    likely_cause="a target that echoes or generates pathological JSON (a runaway model emitting brackets, "
+                 "a hostile server)",
+    scope="wire",
+    judges="stack",
+).id
+
+
+def json_check(reason: str | None, check_id: str) -> str:
+    """The check a JSON parse failure with `reason` fails: JSON_DEPTH past the bound, else `check_id`."""
+    return JSON_DEPTH if is_bound_reason(reason) else check_id
 
 
 def load_json(body: bytes | bytearray | str | dict) -> tuple[Any, str | None]:
@@ -354,12 +371,8 @@ def load_json(body: bytes | bytearray | str | dict) -> tuple[Any, str | None]:
     if isinstance(body, dict | list):
         return body, None
     try:
-        return _fast_decode(body), None
-    except (_FastDecodeError, TypeError, ValueError):
-        pass
-    try:
-        return json.loads(body), None
-    except (ValueError, UnicodeDecodeError) as exc:
+        return parse_json(body), None
+    except (TypeError, ValueError) as exc:
         return None, str(exc)
 
 
@@ -437,7 +450,7 @@ def answer_object(body, check_id: str, expected: str,
     under `check_id` saying `what` is not one; `expected` names what the wire answers])."""
     data, err = load_json(body)
     if err is not None or not isinstance(data, dict):
-        return None, [violation(check_id, f"{what} is not a JSON object ({err or type(data).__name__})",
+        return None, [violation(json_check(err, check_id), f"{what} is not a JSON object ({err or type(data).__name__})",
                                 expected=expected, seen=body_preview(body))]
     return data, []
 

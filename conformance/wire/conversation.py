@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.core.bounded_json import parse as parse_json
+
 # Text a client injects into a user turn around the user's own prompt: Claude Code's
 # `<system-reminder>` blocks, Codex's `<environment_context>` and `# AGENTS.md instructions`
 # messages (measured on Claude Code 2.1.197/2.1.332 and Codex 0.171.0, docs/wire-facts.md).
@@ -133,7 +135,7 @@ def parsed_arguments(value: Any) -> Any:
     """Call arguments as a request carries them: a JSON string is parsed where it parses."""
     if isinstance(value, str):
         try:
-            return json.loads(value)
+            return parse_json(value)
         except ValueError:
             return value
     return value
@@ -142,7 +144,7 @@ def parsed_arguments(value: Any) -> Any:
 def not_an_object(text: str) -> str:
     """Why arguments text that does not parse to an object is refused (not JSON, or its JSON type)."""
     try:
-        value = json.loads(text)
+        value = parse_json(text)
     except ValueError as exc:
         return f"not JSON: {exc}"
     return f"arguments are JSON {type(value).__name__}, not an object"
@@ -154,8 +156,8 @@ def function_call_from_text(call_id: str, name: str, args: Any, pointer: str,
     an object is read and named in `not_text`, any other type is a parse error."""
     if isinstance(args, str):
         try:
-            parsed = json.loads(args) if args.strip() else {}
-        except json.JSONDecodeError as exc:
+            parsed = parse_json(args) if args.strip() else {}
+        except ValueError as exc:  # not JSON, or past the bound
             return ToolCall(call_id, name, None, args, pointer, f"not JSON: {exc}", namespace=namespace)
         err = None if isinstance(parsed, dict) else f"arguments are JSON {type(parsed).__name__}, not an object"
         return ToolCall(call_id, name, parsed if isinstance(parsed, dict) else None, args, pointer, err,

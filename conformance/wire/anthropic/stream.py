@@ -41,8 +41,10 @@ from conformance.wire.base import (
     check_for_pointer,
     compiled_validator,
     fast_json,
+    json_check,
     judge_stream,
     load_json,
+    parse_json,
     schema_problems,
 )
 from conformance.wire.sse import SSEDecoder, SSEEvent
@@ -80,10 +82,12 @@ class StreamMachine(StreamMachineBase):
             _FAST.update({kind: compiled_validator("anthropic." + kind) for kind in EVENTS})
 
     # -- helpers --------------------------------------------------------------------------
-    def _hold_tool_input(self, pos: int, buf: str, message: str, ev: SSEEvent | None, expected: str) -> None:
-        """A tool block's input is not one JSON object: a fault, or a cut (known at the stop reason)."""
+    def _hold_tool_input(self, pos: int, buf: str, message: str, ev: SSEEvent | None, expected: str,
+                         reason: str | None = None) -> None:
+        """A tool block's input is not one JSON object: a fault, or a cut (known at the stop reason);
+        `reason`: the parse failure's, past the bound it is suite.limits.json_depth."""
         self.unparsed_tool_input[f"/content/{pos}/input"] = buf
-        viol = self._make(STREAM + "tool_input_json", message, ev, "content_block_stop", expected=expected, seen=buf[:300])
+        viol = self._make(json_check(reason, STREAM + "tool_input_json"), message, ev, "content_block_stop", expected=expected, seen=buf[:300])
         self.held_tool_input.append((pos, len(self.violations), viol))
 
     # -- one event ------------------------------------------------------------------------
@@ -91,11 +95,11 @@ class StreamMachine(StreamMachineBase):
         self.events.append(ev)
         try:
             data, err = fast_json(ev.data), None
-        except ValueError:  # (msgspec's DecodeError is one) json.loads decides and words it
+        except ValueError:  # not JSON, or past the bound: load_json says which
             data, err = load_json(ev.data)
         self.payloads.append(data)
         if err is not None or not isinstance(data, dict):
-            self._v(STREAM + "event_json", f"event data is not a JSON object ({err or type(data).__name__})", ev,
+            self._v(json_check(err, STREAM + "event_json"), f"event data is not a JSON object ({err or type(data).__name__})", ev,
                     expected="a JSON object with a `type`", seen=ev.data[:200])
             data = None
         dtype = data.get("type") if data is not None else None
@@ -245,11 +249,11 @@ class StreamMachine(StreamMachineBase):
             buf = "".join(self.json_parts.get(pos, ()))
             if buf.strip():
                 try:
-                    value = json.loads(buf)
+                    value = parse_json(buf)
                 except ValueError as exc:
                     self._hold_tool_input(pos, buf, f"the concatenated partial_json of {btype} block {pos} "
                                           f"({block.get('name')!r}) does not parse as one JSON value: {exc}", ev,
-                                          "one JSON object, nothing trailing")
+                                          "one JSON object, nothing trailing", str(exc))
                 else:
                     if isinstance(value, dict):
                         block["input"] = value

@@ -20,7 +20,9 @@ from conformance.core.registry import violation
 from conformance.wire.base import (
     answer_object,
     error_envelope_problems,
+    json_check,
     load_json,
+    parse_json,
     schema_violations,
 )
 from conformance.wire.chat.rules import (
@@ -57,11 +59,11 @@ def check_response(body, *, request: dict | None = None) -> tuple[dict | None, l
         args = fn.get("arguments")
         if isinstance(args, str) and not (i == last and is_cut(reason)):
             try:
-                value = json.loads(args)
+                value = parse_json(args)
                 if not isinstance(value, dict):
                     raise ValueError(f"parses to a {type(value).__name__}, not an object")
             except ValueError as exc:
-                out.append(violation(RESPONSE + "tool_arguments_json", f"tool call {i} arguments do not parse: {exc}",
+                out.append(violation(json_check(str(exc), RESPONSE + "tool_arguments_json"), f"tool call {i} arguments do not parse: {exc}",
                                      expected="one JSON object", seen=args[:300],
                                      pointer=f"/choices/0/message/tool_calls/{i}/function/arguments"))
         elif args is not None and not isinstance(args, str):

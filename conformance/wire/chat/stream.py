@@ -21,8 +21,10 @@ from conformance.wire.base import (
     StreamReport,
     check_for_pointer,
     fast_json,
+    json_check,
     judge_stream,
     load_json,
+    parse_json,
     schema_problems,
 )
 from conformance.wire.chat.rules import (
@@ -78,10 +80,10 @@ class StreamMachine(StreamMachineBase):
             return "done", None
         try:
             data, err = fast_json(ev.data), None
-        except ValueError:  # (msgspec's DecodeError is one) json.loads decides and words it
+        except ValueError:  # not JSON, or past the bound: load_json says which
             data, err = load_json(ev.data)
         if err is not None or not isinstance(data, dict):
-            self._v(STREAM + "chunk_json", f"data is neither a JSON object nor [DONE] ({err or type(data).__name__})",
+            self._v(json_check(err, STREAM + "chunk_json"), f"data is neither a JSON object nor [DONE] ({err or type(data).__name__})",
                     ev, "chunk", expected="a chat.completion.chunk object or [DONE]", seen=ev.data[:200])
             return "invalid", None
         if "error" in data or ev.event == "error":
@@ -226,9 +228,9 @@ class StreamMachine(StreamMachineBase):
             if is_cut(reason) and i == len(st.calls) - 1:
                 continue  # cut by the cap, not malformed by the parser: tools.call_cut judges it
             try:
-                value = json.loads(args)
+                value = parse_json(args)
             except ValueError as exc:
-                self._v(STREAM + "tool_arguments_json", f"tool call {i} ({call['function']['name']!r}): the "
+                self._v(json_check(str(exc), STREAM + "tool_arguments_json"), f"tool call {i} ({call['function']['name']!r}): the "
                         f"concatenated arguments do not parse: {exc}", ev, kind,
                         expected="one JSON object", seen=args[:300], **where)
                 continue

@@ -18,6 +18,7 @@ import copy
 import json
 from typing import Any
 
+from conformance.core.bounded_json import parse as parse_json
 from conformance.wire.conversation import (
     Entry,
     OfferedTool,
@@ -100,7 +101,7 @@ class ResponsesDialect(Dialect):
         if ".delta" not in data:
             return False
         try:
-            kind = json.loads(data).get("type")
+            kind = parse_json(data).get("type")
         except (ValueError, AttributeError):
             return False
         return isinstance(kind, str) and kind in _RESPONSES_CONTENT_EVENTS

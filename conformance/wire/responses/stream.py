@@ -19,7 +19,14 @@ import json
 from typing import Any
 
 from conformance.core.registry import violation
-from conformance.wire.base import StreamMachineBase, StreamReport, judge_stream, load_json, schema_problems
+from conformance.wire.base import (
+    StreamMachineBase,
+    StreamReport,
+    json_check,
+    judge_stream,
+    load_json,
+    schema_problems,
+)
 from conformance.wire.responses.items import ItemTracker, item_difference, label, with_streamed_text
 from conformance.wire.responses.rules import (
     ENDED,
@@ -85,7 +92,7 @@ class StreamMachine(StreamMachineBase):
         data, err = load_json(ev.data)
         if err is not None or not isinstance(data, dict):
             self.payloads.append(None)
-            self._v(SCHEMA, f"event #{ev.index} data is not a JSON object ({err or type(data).__name__})", ev,
+            self._v(json_check(err, SCHEMA), f"event #{ev.index} data is not a JSON object ({err or type(data).__name__})", ev,
                     ev.event or None, expected="a Responses stream event object", seen=ev.data[:200])
             return
         self.payloads.append(data)
