@@ -1,0 +1,269 @@
+"""The one scrubber: the secrets this run knows never reach a byte the suite writes.
+
+Rules:
+- The suite knows its secrets exactly: the API key it sends (`--conformance-api-key`,
+  `--api-key`), the userinfo of every URL it is given (`--target http://user:PASSWORD@host/`,
+  the engine and metrics URLs, a capture proxy's upstream) and the values of the key
+  environment variables (a name ending in KEY, TOKEN, SECRET or PASSWORD). `register` is called
+  once per run (per process: pytest-xdist workers register their own) with those; the
+  environment is read at that moment.
+- `scrub_text`, `scrub_bytes`, `scrub_chunks` and `scrub_json` replace every occurrence of a
+  known secret by a named placeholder `<redacted:NAME>` (`<redacted:api-key>`,
+  `<redacted:target-password>`, `<redacted:env:ANTHROPIC_API_KEY>`), in the spellings a writer
+  may give it: as is, JSON-escaped, HTML-escaped, percent-encoded, and (userinfo) as the
+  base64 of an HTTP Basic credential. Whatever the registration, userinfo in any URL
+  (`scheme://user:pass@`) becomes `scheme://<redacted:userinfo>@`.
+- Values shorter than MIN_SECRET_LENGTH are not scrubbed by value: replacing `pw` everywhere would
+  garble every report, and such a value is no secret worth the name; in a URL it is still cut.
+- Every writer of reports, failure folders, captures and console text calls these; the
+  placeholders hold no `:` before `@` and no secret, so scrubbing twice changes nothing.
+- Strangers' secrets, known only by their name (what the capture proxy records): a JSON field or a
+  `name=value` parameter named key, api_key, access_token, token, password, secret, ...
+  (SECRET_NAMES) has its value replaced by `<redacted:NAME>` (`redact_named_fields`,
+  `redact_named_params`).
+- A response arrives in chunks; a secret cut across two chunks is still found (`scrub_chunks`
+  scrubs the joined bytes and gives each replacement to the chunk where the secret began).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import os
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import quote, unquote, urlsplit
+
+MIN_SECRET_LENGTH = 4
+# Environment variables whose value is a credential: ANTHROPIC_API_KEY, OPENAI_API_KEY,
+# CONFORMANCE_API_KEY, ANTHROPIC_AUTH_TOKEN, GITHUB_TOKEN, a proxy's *_PASSWORD ...
+KEY_ENV_NAME = re.compile(r"(?:KEY|TOKEN|SECRET|PASSWORD)$", re.IGNORECASE)
+# userinfo in any URL: `scheme://` then anything up to `@` that holds no delimiter of a URL
+# or of the text around it (so the placeholder itself, with its `<` and `>`, is never matched).
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)([^/?#\s@\"'<>`]+)@")
+_USERINFO_BYTES = re.compile(_USERINFO.pattern.encode())
+USERINFO_PLACEHOLDER = "<redacted:userinfo>"
+
+
+def placeholder(name: str) -> str:
+    return f"<redacted:{name}>"
+
+
+def spellings(value: str) -> set[str]:
+    """The ways a writer may spell `value`: as is, inside a JSON string (both ASCII modes),
+    HTML-escaped, percent-encoded."""
+    out = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
+           html.escape(value), html.escape(value, quote=False), quote(value, safe=""), quote(value)}
+    return {s for s in out if len(s) >= MIN_SECRET_LENGTH}
+
+
+def url_secrets(name: str, url: str | None) -> dict[str, str]:
+    """The secrets of a URL's userinfo, by placeholder name: the whole userinfo, the password,
+    both percent-decoded too, and the Basic credential an HTTP client derives from them."""
+    if not url or "@" not in url:
+        return {}
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return {}
+    if "@" not in parts.netloc:
+        return {}
+    userinfo = parts.netloc.rpartition("@")[0]
+    user, _, password = userinfo.partition(":")
+    found = {f"{name}-userinfo": userinfo, f"{name}-userinfo-decoded": unquote(userinfo)}
+    if password:
+        found[f"{name}-password"] = password
+        found[f"{name}-password-decoded"] = unquote(password)
+        basic = f"{unquote(user)}:{unquote(password)}".encode()
+        found[f"{name}-basic"] = base64.b64encode(basic).decode("ascii")
+    return found
+
+
+def env_secrets(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    environ = os.environ if environ is None else environ
+    return {f"env:{k}": v for k, v in sorted(environ.items()) if KEY_ENV_NAME.search(k) and v}
+
+
+class Scrubber:
+    """Replaces known secret values (name -> value) wherever they occur (module rules)."""
+
+    def __init__(self, secrets: Mapping[str, str | None]) -> None:
+        by_spelling: dict[str, str] = {}
+        for name, value in secrets.items():
+            if not value or len(value) < MIN_SECRET_LENGTH:
+                continue
+            for spelled in spellings(value):
+                by_spelling.setdefault(spelled, placeholder(name.split("-decoded")[0]))
+        self._names = by_spelling
+        ordered = sorted(by_spelling, key=len, reverse=True)  # the longest spelling wins an overlap
+        self._text = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        self._bytes = (re.compile(b"|".join(re.escape(s.encode("utf-8")) for s in ordered))
+                       if ordered else None)
+        self._bytes_names = {s.encode("utf-8"): p.encode("utf-8") for s, p in by_spelling.items()}
+
+    @property
+    def known(self) -> int:
+        return len(self._names)
+
+    def text(self, text: str) -> str:
+        if self._text is not None:
+            text = self._text.sub(lambda m: self._names[m.group(0)], text)
+        return _USERINFO.sub(lambda m: m.group(1) + USERINFO_PLACEHOLDER + "@", text)
+
+    def bytes(self, data: bytes) -> bytes:
+        if self._bytes is not None:
+            data = self._bytes.sub(lambda m: self._bytes_names[m.group(0)], data)
+        return _USERINFO_BYTES.sub(lambda m: m.group(1) + USERINFO_PLACEHOLDER.encode() + b"@", data)
+
+    def chunks(self, chunks: Iterable[tuple[float, bytes]]) -> list[tuple[float, bytes]]:
+        """Chunks with every secret replaced, one cut across chunks included (module rules)."""
+        chunks = list(chunks)
+        joined = b"".join(d for _t, d in chunks)
+        spans = [(m.start(), m.end(), m.group(0)) for m in _matches(self, joined)]
+        if not spans:
+            return chunks
+        out: list[tuple[float, bytes]] = []
+        pending = iter(spans)
+        span = next(pending, None)
+        start = 0
+        for t, data in chunks:
+            end = start + len(data)
+            piece = bytearray()
+            pos = start
+            while pos < end:
+                while span is not None and span[1] <= pos:
+                    span = next(pending, None)
+                if span is None or span[0] >= end:
+                    piece += joined[pos:end]
+                    pos = end
+                elif span[0] > pos:
+                    piece += joined[pos:span[0]]
+                    pos = span[0]
+                else:  # inside a secret: its placeholder goes where it began, the rest is dropped
+                    if span[0] == pos:
+                        piece += self.bytes(span[2])
+                    pos = min(end, span[1])
+            out.append((t, bytes(piece)))
+            start = end
+        return out
+
+    def json(self, obj: Any) -> Any:
+        """A JSON value with every string (and key) scrubbed, as a copy."""
+        if isinstance(obj, str):
+            return self.text(obj)
+        if isinstance(obj, list | tuple):
+            return [self.json(x) for x in obj]
+        if isinstance(obj, dict):
+            return {self.text(k) if isinstance(k, str) else k: self.json(v) for k, v in obj.items()}
+        return obj
+
+
+def _matches(scrubber: Scrubber, data: bytes) -> list[re.Match]:
+    found = list(scrubber._bytes.finditer(data)) if scrubber._bytes is not None else []  # noqa: SLF001
+    found += list(_USERINFO_BYTES.finditer(data))
+    found.sort(key=lambda m: m.start())
+    kept: list[re.Match] = []
+    for m in found:  # overlapping finds: the first one wins
+        if not kept or m.start() >= kept[-1].end():
+            kept.append(m)
+    return kept
+
+
+_lock = threading.Lock()
+_active: Scrubber | None = None
+
+
+def register(*, api_key: str | None = None, urls: Mapping[str, str | None] | None = None,
+             extra: Mapping[str, str | None] | None = None) -> Scrubber:
+    """The run's secrets (module rules): the key, the userinfo of each named URL, the key
+    environment variables now, and any `extra` name -> value. Replaces the previous registration."""
+    global _active
+    secrets: dict[str, str | None] = {"api-key": api_key}
+    for name, url in (urls or {}).items():
+        secrets.update(url_secrets(name, url))
+    secrets.update(env_secrets())
+    secrets.update(extra or {})
+    with _lock:
+        _active = Scrubber(secrets)
+        return _active
+
+
+def active() -> Scrubber:
+    """The registered scrubber; before any registration, the key environment variables'."""
+    global _active
+    with _lock:
+        if _active is None:
+            _active = Scrubber(env_secrets())
+        return _active
+
+
+def scrub_text(text: str) -> str:
+    return active().text(text)
+
+
+def scrub_bytes(data: bytes) -> bytes:
+    return active().bytes(data)
+
+
+def scrub_chunks(chunks: Iterable[tuple[float, bytes]]) -> list[tuple[float, bytes]]:
+    return active().chunks(chunks)
+
+
+def scrub_json(obj: Any) -> Any:
+    return active().json(obj)
+
+
+# -- secrets known by their name: what the capture proxy records of strangers' traffic ----------
+# A field or parameter with one of these names holds a credential whatever its value looks like
+# (compared lower-case, `-` read as `_`).
+SECRET_NAMES = frozenset({
+    "key", "api_key", "apikey", "x_api_key", "access_token", "refresh_token", "id_token", "token",
+    "auth_token", "password", "passwd", "secret", "client_secret", "authorization",
+})
+_NAMED_PARAM = re.compile(
+    r"(?i)(?<![\w\-])(" + "|".join(sorted((n.replace("_", "[_-]") for n in SECRET_NAMES), key=len, reverse=True))
+    + r")=([^&\s\"'<>;,]+)")
+
+
+def _is_secret_name(name: str) -> bool:
+    return name.lower().replace("-", "_") in SECRET_NAMES
+
+
+def redact_named_params(text: str) -> str:
+    """`token=VALUE`, `api_key=VALUE`, ... (a query string, a form body, a URL or a line of text)
+    with the value replaced by `<redacted:NAME>`."""
+    return _NAMED_PARAM.sub(lambda m: f"{m.group(1)}={placeholder(m.group(1).lower().replace('-', '_'))}", text)
+
+
+def redact_named_params_bytes(data: bytes) -> bytes:
+    text = data.decode("utf-8", "surrogateescape")
+    return redact_named_params(text).encode("utf-8", "surrogateescape")
+
+
+def redact_named_fields(obj: Any) -> Any:
+    """A JSON value (a copy) whose string values under a secret name (SECRET_NAMES) are
+    `<redacted:NAME>`, at any depth. Other strings are kept: conversation text saying
+    `key=value` is the user's, not a credential sent to the upstream."""
+    if isinstance(obj, dict):
+        return {k: (placeholder(k.lower().replace("-", "_")) if isinstance(v, str) and v and _is_secret_name(k)
+                    else redact_named_fields(v)) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [redact_named_fields(x) for x in obj]
+    return obj
+
+
+def split_userinfo(url: str) -> tuple[str, str | None, str | None]:
+    """(the URL without userinfo, user, password), both percent-decoded; None when absent."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None, None
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, sep, password = userinfo.partition(":")
+    return (parts._replace(netloc=host).geturl(), unquote(user), unquote(password) if sep else None)
+
+
+def without_userinfo(url: str | None) -> str | None:
+    return split_userinfo(url)[0] if url else url
