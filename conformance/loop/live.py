@@ -107,6 +107,11 @@ def _raw_from_exchange(ex, base_url: str) -> RawExchange:
     raw.chunks = [(c.t, c.data) for c in ex.response.chunks]
     if "upstream broke" in (ex.note or ""):
         raw.error_kind, raw.error = "read", ex.note
+    elif ex.response.truncated is not None:  # the record stops at the proxy's cap: its end is not the target's
+        cut = ex.response.truncated
+        raw.error_kind = "limit_response_size"
+        raw.error = (f"the response passed the recorded maximum ({cut['kept']} of {cut['of']} bytes kept "
+                     "by the capture proxy); the rest was not recorded")
     return raw
 
 
