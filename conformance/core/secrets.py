@@ -15,7 +15,9 @@ Rules:
   (`scheme://user:pass@`) becomes `scheme://<redacted:userinfo>@`.
 - Values shorter than MIN_SECRET_LENGTH are not scrubbed by value: replacing `pw` everywhere would
   garble every report, and such a value is no secret worth the name; in a URL it is still cut.
-- Every writer of reports, failure folders, captures and console text calls these; the
+- Every writer of reports, failure folders, captures and console text calls these; a command's
+  console is scrubbed whole (`scrubbed_console`, around every `conformance` command, whose key
+  and URLs `register_command_line` registers); the
   placeholders hold no `:` before `@` and no secret, so scrubbing twice changes nothing.
 - Strangers' secrets, known only by their name (what the capture proxy records): a JSON field or a
   `name=value` parameter named key, api_key, access_token, token, password, secret, ...
@@ -28,12 +30,14 @@ Rules:
 from __future__ import annotations
 
 import base64
+import contextlib
 import html
 import json
 import os
 import re
+import sys
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
@@ -267,3 +271,36 @@ def split_userinfo(url: str) -> tuple[str, str | None, str | None]:
 
 def without_userinfo(url: str | None) -> str | None:
     return split_userinfo(url)[0] if url else url
+
+
+class ScrubbingStream:
+    """A text stream (the console) whose every write passes through the active scrubber; every
+    other attribute is the wrapped stream's."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(scrub_text(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def scrubbed_console() -> Iterator[None]:
+    """sys.stdout and sys.stderr through the scrubber for the duration (a command's console)."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = ScrubbingStream(sys.stdout), ScrubbingStream(sys.stderr)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def register_command_line(args: Any) -> Scrubber:
+    """The secrets of a parsed command line: its `api_key` and the userinfo of every URL it holds."""
+    values = vars(args)
+    urls = {name.replace("_", "-"): v for name, v in values.items() if isinstance(v, str) and "://" in v}
+    return register(api_key=values.get("api_key"), urls=urls)
