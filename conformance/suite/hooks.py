@@ -52,6 +52,11 @@ def configure(config: pytest.Config, key, suite_dir: Path) -> None:
     cli = cli_layer(config)
     if not cli.get("target"):
         return
+    # the run's secrets, once per process and before anything can print: every report, folder and
+    # console line is scrubbed of them (a bad setting's message may quote the target URL)
+    secrets.register(api_key=cli.get("api_key"),
+                     urls={"target": cli.get("target"), "engine": cli.get("engine_url"),
+                           "metrics": config.getoption("conformance_metrics_url", None)})
     try:
         base = SuiteConfig.resolve(cli)
         baseline = None
@@ -61,10 +66,7 @@ def configure(config: pytest.Config, key, suite_dir: Path) -> None:
             except BaselineError as exc:
                 raise ConfigError(str(exc)) from None
     except ConfigError as exc:
-        raise pytest.UsageError(f"conformance: {exc}") from None
-    # the run's secrets, once per process: every report, folder and console line is scrubbed of them
-    secrets.register(api_key=base.api_key, urls={"target": base.target, "engine": base.engine_url,
-                                                 "metrics": config.getoption("conformance_metrics_url", None)})
+        raise pytest.UsageError(secrets.scrub_text(f"conformance: {exc}")) from None
     workerinput = getattr(config, "workerinput", None)
     token = (workerinput or {}).get("conformance_run_token") or os.environ.get("CONFORMANCE_RUN_TOKEN") \
         or uuid.uuid4().hex[:12]
