@@ -18,6 +18,8 @@ from loopback import serve_app_in_thread
 from conformance.plugin import SUITE_DIR
 
 SMALL = Path(__file__).resolve().parent / "small"
+# the default run's test files that send to the target (the opt-in areas need real clients or take long)
+SUITE_TESTS = ("test_replay.py", "test_protocol.py", "test_loop.py")
 KEY = "sk-echoed-SECRET-key-7f3a9c"
 USER = "alice"
 PASSWORD = "PASS-word-9d81"
@@ -49,7 +51,7 @@ def test_no_secret_in_any_written_byte(pytester, suite, monkeypatch):
     monkeypatch.setenv(ENV_NAME, ENV_VALUE)
     with serve_app_in_thread(echoing_app()) as url:
         target = url.replace("http://", f"http://{USER}:{PASSWORD}@")
-        run = suite(pytester, target, str(SUITE_DIR / "test_replay.py"), "--conformance-api=anthropic",
+        run = suite(pytester, target, *(str(SUITE_DIR / t) for t in SUITE_TESTS), "--conformance-api=auto",
                     f"--conformance-api-key={KEY}", "--junitxml=junit.xml", "-rA", captures=SMALL / "claude-code")
     console = (run.outcome.stdout.str() + run.outcome.stderr.str()).encode()
     assert run.outcome.ret != 0, "a target refusing every request must fail the run"
