@@ -111,7 +111,8 @@ def test_two_300_mb_responses_pass_through_the_capture_process_under_200_mb(tmp_
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(30)
-    print(f"proxy peak RSS {peak:.0f} MB forwarding 2 x 300 MiB in {elapsed:.1f} s")
+    print(f"proxy peak RSS {peak:.0f} MB forwarding 2 x 300 MiB in {elapsed:.1f} s; "
+          f"capture {(out / 'big.json').stat().st_size / 2**20:.1f} MiB")
     assert got == [300 * len(BLOCK)] * 2
     assert peak < 200, f"the capture proxy peaked at {peak:.0f} MB RSS"
     capture = load_capture(out / "big.json")
