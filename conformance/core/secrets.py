@@ -15,6 +15,7 @@ Rules:
   (`scheme://user:pass@`) becomes `scheme://<redacted:userinfo>@`.
 - Values shorter than MIN_SECRET_LENGTH are not scrubbed by value: replacing `pw` everywhere would
   garble every report, and such a value is no secret worth the name; in a URL it is still cut.
+  An environment variable's value counts from MIN_ENV_SECRET_LENGTH (its name alone chose it).
 - Every writer of reports, failure folders, captures and console text calls these; a command's
   console is scrubbed whole (`scrubbed_console`, around every `conformance` command, whose key
   and URLs `register_command_line` registers); the
@@ -42,6 +43,9 @@ from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 MIN_SECRET_LENGTH = 4
+# An environment variable is matched by its name only, so its value must look like a credential
+# too: `HF_HUB_DISABLE_TOKEN=true` must not turn every "true" of a report into a placeholder.
+MIN_ENV_SECRET_LENGTH = 8
 # Environment variables whose value is a credential: ANTHROPIC_API_KEY, OPENAI_API_KEY,
 # CONFORMANCE_API_KEY, ANTHROPIC_AUTH_TOKEN, GITHUB_TOKEN, a proxy's *_PASSWORD ...
 KEY_ENV_NAME = re.compile(r"(?:KEY|TOKEN|SECRET|PASSWORD)$", re.IGNORECASE)
@@ -88,7 +92,8 @@ def url_secrets(name: str, url: str | None) -> dict[str, str]:
 
 def env_secrets(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     environ = os.environ if environ is None else environ
-    return {f"env:{k}": v for k, v in sorted(environ.items()) if KEY_ENV_NAME.search(k) and v}
+    return {f"env:{k}": v for k, v in sorted(environ.items())
+            if KEY_ENV_NAME.search(k) and len(v) >= MIN_ENV_SECRET_LENGTH}
 
 
 class Scrubber:
