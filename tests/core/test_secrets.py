@@ -57,3 +57,12 @@ def test_secrets_known_by_name():
     body = {"password": "p", "max_tokens": 5, "tools": [{"input_schema": {"properties": {"token": {"type": "string"}}}}],
             "messages": [{"content": "set key=value"}]}
     assert redact_named_fields(body) == {**body, "password": "<redacted:password>"}
+
+
+def test_a_secret_cut_short_by_an_excerpt_is_found_but_a_short_coincidence_is_not():
+    key = "sk-echoed-SECRET-key-7f3a9c"  # 27 characters: found from its first 9 on
+    scrubber = Scrubber({"api-key": key})
+    assert scrubber.text('{"seen": "invalid key sk-echoed-SEC"}') == '{"seen": "invalid key <redacted:api-key>"}'
+    assert scrubber.text(f"{key[:12]}…") == "<redacted:api-key>…"
+    assert scrubber.text(f"{key}{key[:10]}, then sk-echo") == "<redacted:api-key><redacted:api-key>, then sk-echo"
+    assert scrubber.bytes(f"x {key[:20]}".encode()) == b"x <redacted:api-key>"
