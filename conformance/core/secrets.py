@@ -51,6 +51,8 @@ MIN_ENV_SECRET_LENGTH = 8
 # Environment variables whose value is a credential: ANTHROPIC_API_KEY, OPENAI_API_KEY,
 # CONFORMANCE_API_KEY, ANTHROPIC_AUTH_TOKEN, GITHUB_TOKEN, a proxy's *_PASSWORD ...
 KEY_ENV_NAME = re.compile(r"(?:KEY|TOKEN|SECRET|PASSWORD)$", re.IGNORECASE)
+# Named like a key but not one: the run token is shown in every report on purpose.
+NOT_SECRET_ENV = frozenset({"CONFORMANCE_RUN_TOKEN"})
 # userinfo in any URL: after `://`, anything up to `@` that holds no delimiter of a URL or of the
 # text around it (so the placeholder itself, with its `<` and `>`, is never matched). The pattern
 # opens with the literal `://`, which the regex engine looks for at C speed.
@@ -96,7 +98,7 @@ def url_secrets(name: str, url: str | None) -> dict[str, str]:
 def env_secrets(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     environ = os.environ if environ is None else environ
     return {f"env:{k}": v for k, v in sorted(environ.items())
-            if KEY_ENV_NAME.search(k) and len(v) >= MIN_ENV_SECRET_LENGTH}
+            if KEY_ENV_NAME.search(k) and k not in NOT_SECRET_ENV and len(v) >= MIN_ENV_SECRET_LENGTH}
 
 
 class Scrubber:

@@ -45,7 +45,7 @@ def test_a_registered_url_gives_its_password_and_basic_credential():
 
 def test_key_environment_variables_and_the_length_floor():
     env = {"ANTHROPIC_API_KEY": "sk-env-value-1", "GITHUB_TOKEN": "ghp_0123456789", "HOME": "/root/secret-place",
-           "HF_HUB_DISABLE_TOKEN": "true", "DB_PASSWORD": ""}
+           "HF_HUB_DISABLE_TOKEN": "true", "DB_PASSWORD": "", "CONFORMANCE_RUN_TOKEN": "0123456789ab"}
     assert env_secrets(env) == {"env:ANTHROPIC_API_KEY": "sk-env-value-1", "env:GITHUB_TOKEN": "ghp_0123456789"}
     scrubber = Scrubber({"api-key": "x" * (MIN_SECRET_LENGTH - 1), **env_secrets(env)})
     assert scrubber.text("xxx sk-env-value-1") == "xxx <redacted:env:ANTHROPIC_API_KEY>"
