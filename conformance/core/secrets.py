@@ -25,7 +25,8 @@ Rules:
   (SECRET_NAMES) has its value replaced by `<redacted:NAME>` (`redact_named_fields`,
   `redact_named_params`).
 - A secret cut short is found too: a report quotes the first N characters of a body and N may
-  fall inside the key, so a secret of 12 characters or more is matched from its first third on.
+  fall inside the key, so a secret of 16 characters or more is matched from its first third on
+  (8 characters at least).
 - A response arrives in chunks; a secret cut across two chunks is still found (`scrub_chunks`
   scrubs the joined bytes and gives each replacement to the chunk where the secret began).
 """
@@ -181,15 +182,17 @@ class Scrubber:
         return obj
 
 
-# A secret this long is also found cut short (`_Finder`).
-MIN_CUT_LENGTH = 12
+# A secret this long is also found cut short (`_Finder`), from MIN_CUT_HEAD characters at least:
+# fewer would replace coincidences (`sk-con` of `sk-conformance` in `sk-cons...`).
+MIN_CUT_LENGTH = 16
+MIN_CUT_HEAD = 8
 
 
 def _head_length(length: int) -> int:
     """How much of a secret must be present for a cut copy of it to be found."""
     if length < MIN_CUT_LENGTH:
         return length
-    return max(MIN_CUT_LENGTH // 2, length // 3)
+    return max(MIN_CUT_HEAD, length // 3)
 
 
 class _Finder:
