@@ -75,3 +75,35 @@ def test_upstream_credentials_are_sent_as_basic_auth_and_never_stored(tmp_path, 
     cap = load_capture(path)
     assert len(cap.exchanges) == 2
     assert cap.exchanges[0].request.headers["authorization"] == "Bearer <redacted:token>"  # as the client sent it
+
+
+def test_the_capture_command_never_stores_or_prints_the_upstream_credentials(tmp_path, serve_app):
+    """`conformance capture --upstream http://user:pass@host`: meta.upstream, the file and the console."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    seen: list = []
+    repo = Path(__file__).resolve().parents[2]
+    with serve_app(recording_upstream(seen)) as upstream:
+        with_creds = upstream.replace("http://", f"http://{USER}:{PASSWORD}@")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "conformance.cli", "capture", "--upstream", with_creds, "--out", str(tmp_path),
+             "--label", "creds"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "PYTHONPATH": str(repo) + os.pathsep + os.environ.get("PYTHONPATH", "")})
+        try:
+            proxy = proc.stdout.readline().split()[-1]
+            r = httpx.post(proxy + "/v1/messages", json={"model": "m"}, headers={"Authorization": "Bearer c-1234"},
+                           timeout=10)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=30)
+    assert r.status_code == 200 and seen[0]["headers"]["Authorization"].startswith("Basic ")
+    cap = load_capture(tmp_path / "creds.json")
+    assert cap.meta["upstream"] == upstream and len(cap.exchanges) == 1
+    basic = seen[0]["headers"]["Authorization"].split()[1]
+    for text in ((tmp_path / "creds.json").read_text(encoding="utf-8"), out, err):
+        assert PASSWORD not in text and basic not in text
+    assert "forwarding to " + upstream in err
