@@ -32,7 +32,7 @@ Rules:
 - Bounded memory: the client gets every byte, but a recorded response body stops at
   `max_body_bytes` (DEFAULT_MAX_BODY_BYTES): past it the bytes are forwarded and counted, not
   kept, and the response is marked `truncated: {"kept", "of"}` (conformance.capture.format). So
-  two responses of 300 MB pass through a proxy that holds a few MB of each.
+  two responses of 300 MB pass through a proxy that keeps at most 8 MiB of each.
 - Secrets known by name are out of the record too (`conformance.core.secrets`): query parameters
   and JSON body fields named key, api_key, access_token, token, password, secret, ... and
   `token=...`-style parameters inside response text; the whole file passes through the run's
