@@ -81,3 +81,20 @@ def test_a_secret_cut_across_chunks_is_found(cut):
     out = scrubber.chunks(chunks)
     assert len(out) == 3 and [t for t, _ in out] == [0.0, 0.1, 0.2]
     assert b"".join(d for _t, d in out) == b"before <redacted:api-key> after"
+
+
+def test_a_scrubbed_skip_report_keeps_the_shape_pytest_relies_on():
+    from _pytest.reports import TestReport
+
+    from conformance.core import secrets
+    from conformance.suite.hooks import scrub_report
+
+    secrets.register(api_key=KEY)
+    try:
+        skip = TestReport("t.py::x", ("t.py", 1, "x"), {}, "skipped", ("t.py", 3, f"Skipped: said {KEY}"), "call",
+                          sections=[("Captured stdout call", f"key {KEY}")])
+        scrub_report(skip)
+    finally:
+        secrets.register()
+    assert skip.longrepr == ("t.py", 3, "Skipped: said <redacted:api-key>")
+    assert skip.sections == [("Captured stdout call", "key <redacted:api-key>")]
