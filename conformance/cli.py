@@ -22,6 +22,7 @@ import sys
 import conformance.commands
 from conformance import __version__
 from conformance.commands.argtypes import OneLineParser
+from conformance.core import secrets
 
 
 def _commands(name: str | None = None) -> list:
@@ -58,7 +59,10 @@ def main(argv: list[str] | None = None) -> int:
     if extra and not getattr(args, "_accepts_extra", False):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.extra = extra
-    return int(args._run(args) or 0)
+    # the one scrubber: the key and URL credentials a command is given never reach its console
+    secrets.register_command_line(args)
+    with secrets.scrubbed_console():
+        return int(args._run(args) or 0)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -145,12 +145,19 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
     if call.when == "call" and _SESSION in item.config.stash:
         _hooks().on_call_report(item, call, report, item.config.stash[_SESSION])
+    if _SESSION in item.config.stash:
+        _hooks().scrub_report(report)
     return report
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if _SESSION in session.config.stash:
         _hooks().finish(session, session.config.stash[_SESSION])
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _SESSION in config.stash:
+        _hooks().scrub_junit(config)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:

@@ -12,9 +12,14 @@ Rules:
   for UTF-8 chunks, `{"t": ..., "b64": ...}` when a chunk is not valid UTF-8 on its own.
   `Chunk.to_json/from_json` is the one encoder of that record: the failure folders'
   `N.response.chunks.jsonl` (conformance.report.artifacts) write it too.
+- A response body past the recorder's cap (the capture proxy's `max_body_bytes`) is cut: the
+  chunks stop at the cap and the response says `"truncated": {"kept": bytes, "of": bytes}`, the
+  same marker a failure folder's chunk records use. Readers take the kept chunks as the whole
+  recorded body and must not judge the cut end as the upstream's.
 - Loading an unknown format or version fails loudly with what was found and what is supported.
 - Header values are stored already redacted: this module never writes a secret it is handed
-  unredacted because the proxy redacts before calling `save_capture` (see conformance.capture.redact).
+  unredacted because the proxy redacts before calling `save_capture` (see conformance.capture.redact);
+  what it writes passes through the run's scrubber too (conformance.core.secrets).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.core.jsonfile import read_json
+from conformance.core.secrets import scrub_text
 from conformance.wire.registry import dialect_for_path
 
 FORMAT = "conformance.capture"
@@ -90,6 +96,7 @@ class CapturedResponse:
     status: int
     headers: dict[str, str] = field(default_factory=dict)
     chunks: list[Chunk] = field(default_factory=list)
+    truncated: dict[str, int] | None = None  # {"kept": bytes recorded, "of": bytes the upstream sent}
 
     def body(self) -> bytes:
         return b"".join(c.data for c in self.chunks)
@@ -145,6 +152,8 @@ def _exchange_to_json(e: Exchange) -> dict[str, Any]:
             "headers": dict(sorted(e.response.headers.items())),
             "chunks": [c.to_json() for c in e.response.chunks],
         }
+        if e.response.truncated is not None:
+            out["response"]["truncated"] = dict(e.response.truncated)
     return out
 
 
@@ -194,6 +203,7 @@ def capture_from_json(d: Any, *, source: str = "<memory>") -> Capture:
                     status=int(rs["status"]),
                     headers={k.lower(): v for k, v in rs.get("headers", {}).items()},
                     chunks=[Chunk.from_json(c) for c in rs.get("chunks", [])],
+                    truncated=_truncated(rs.get("truncated"), source),
                 )
             exchanges.append(Exchange(req, resp, ed.get("note", "")))
         return Capture(
@@ -211,6 +221,15 @@ def capture_from_json(d: Any, *, source: str = "<memory>") -> Capture:
         raise CaptureFormatError(f"{source}: malformed capture ({exc!r}); see docs/contracts/capture-format.md") from exc
 
 
+def _truncated(value: Any, source: str) -> dict[str, int] | None:
+    if value is None:
+        return None
+    if not (isinstance(value, dict) and all(isinstance(value.get(k), int) for k in ("kept", "of"))):
+        raise CaptureFormatError(f"{source}: a response's 'truncated' must be {{\"kept\": bytes, \"of\": bytes}}, "
+                                 f"got {value!r}; see docs/contracts/capture-format.md")
+    return {"kept": value["kept"], "of": value["of"]}
+
+
 def load_capture(path: Path | str) -> Capture:
     path = Path(path)
     data = read_json(path, CaptureFormatError, missing="{path}: no such capture file", not_json="{path}: not JSON ({why})")
@@ -222,5 +241,6 @@ def load_capture(path: Path | str) -> Capture:
 def save_capture(capture: Capture, path: Path | str) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(capture_to_json(capture), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    path.write_text(scrub_text(json.dumps(capture_to_json(capture), ensure_ascii=False, indent=1) + "\n"),
+                    encoding="utf-8")
     return path

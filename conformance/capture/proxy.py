@@ -29,11 +29,26 @@ Rules:
   apart decides, the last request that named a client stands. A note of the identification (a
   client that sent another's User-Agent) is recorded in the capture's meta as `identification`.
 - No deadline shorter than the client's own: connect 30 s, no total limit, 600 s between bytes.
+- Bounded memory: the client gets every byte, but a recorded response body stops at
+  `max_body_bytes` (DEFAULT_MAX_BODY_BYTES): past it the bytes are forwarded and counted, not
+  kept, and the response is marked `truncated: {"kept", "of"}` (conformance.capture.format). So
+  two responses of 300 MB pass through a proxy that keeps at most 8 MiB of each.
+- Secrets known by name are out of the record too (`conformance.core.secrets`): query parameters
+  and JSON body fields named key, api_key, access_token, token, password, secret, ... and
+  `token=...`-style parameters inside response text; the whole file passes through the run's
+  scrubber (the upstream's userinfo, `--secret` values, key environment variables) as it is written.
+- Upstream credentials: an upstream URL with userinfo (`http://user:pass@host`) is never stored or
+  printed (the URL is used without it). They are the upstream's HTTP Basic credentials
+  (RFC 7617: `Authorization: Basic base64(user:pass)`, what curl and browsers send for such a
+  URL); the upstream is who asked for them, so they replace an `Authorization` the client sent
+  (other headers, `x-api-key` among them, go up unchanged). The capture records the client's
+  request as the client sent it (redacted).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import itertools
 import json
@@ -62,6 +77,14 @@ from conformance.capture.format import (
 from conformance.capture.redact import RedactionConfig, Redactor
 from conformance.clients.identify import UNKNOWN_VERSION, has_body_facts, identify
 from conformance.clients.profile import GENERIC, ClientProfile
+from conformance.core.secrets import (
+    redact_named_fields,
+    redact_named_params,
+    redact_named_params_bytes,
+    scrub_text,
+    split_userinfo,
+    without_userinfo,
+)
 from conformance.wire.registry import dialect_for_path
 
 # RFC 9110 section 7.6.1 hop-by-hop fields, plus the ones aiohttp sets itself.
@@ -74,6 +97,9 @@ _HOP_BY_HOP = frozenset(
 # write and the loop's own shutdown the whole stop stays under the 5 s a script or a user waits.
 DRAIN_SECONDS = 3.5
 STOPPED_NOTE = "proxy stopped mid-stream"
+# What a capture keeps of one response body. Model answers are kilobytes; 8 MiB keeps every real
+# one whole while two concurrent endless streams stay within a bounded footprint.
+DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 
 
 @dataclass
@@ -148,16 +174,17 @@ class CaptureRecorder:
             req = CapturedRequest(
                 method=method,
                 path=path,
-                query=red.redact_text(query),
+                query=redact_named_params(red.redact_text(query)),
                 headers=red.redact_headers(headers),
-                body=red.redact_body(parsed) if parsed is not None else None,
-                body_text=red.redact_text(text) if text is not None else None,
+                body=redact_named_fields(red.redact_body(parsed)) if parsed is not None else None,
+                body_text=redact_named_params(red.redact_text(text)) if text is not None else None,
             )
             if response is not None:
                 response = CapturedResponse(
                     status=response.status,
                     headers=red.redact_headers(response.headers),
-                    chunks=[Chunk(c.t, red.redact_bytes(c.data)) for c in response.chunks],
+                    chunks=[Chunk(c.t, redact_named_params_bytes(red.redact_bytes(c.data))) for c in response.chunks],
+                    truncated=response.truncated,
                 )
             ex = Exchange(req, response, note)
             self._exchanges[order] = ex
@@ -200,8 +227,8 @@ class CaptureRecorder:
     def _save_locked(self) -> None:
         if self.path is None or not self._exchanges:
             return
-        write_atomically(self.path, json.dumps(capture_to_json(self._capture_locked()), ensure_ascii=False,
-                                               indent=1) + "\n")
+        write_atomically(self.path, scrub_text(json.dumps(capture_to_json(self._capture_locked()),
+                                                          ensure_ascii=False, indent=1) + "\n"))
 
     def save(self) -> Path | None:
         with self._lock:
@@ -235,8 +262,19 @@ _INFLIGHT = web.AppKey("inflight", set)
 _STOPPING = web.AppKey("stopping", dict)
 
 
-def make_app(upstream: str, recorder: CaptureRecorder, *, log=None) -> web.Application:
+def upstream_auth(upstream: str) -> tuple[str, str | None]:
+    """(the upstream URL without userinfo, the Authorization value its userinfo stands for)."""
+    base, user, password = split_userinfo(upstream)
+    if user is None:
+        return upstream, None
+    token = base64.b64encode(f"{user}:{password or ''}".encode()).decode("ascii")
+    return base, f"Basic {token}"
+
+
+def make_app(upstream: str, recorder: CaptureRecorder, *, log=None,
+             max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> web.Application:
     """The aiohttp application: one catch-all route that forwards, streams and records."""
+    upstream, authorization = upstream_auth(upstream)
     app = web.Application(client_max_size=256 * 1024 * 1024)
     state: dict[str, ClientSession] = {}
     inflight: set[asyncio.Task] = set()
@@ -263,6 +301,7 @@ def make_app(upstream: str, recorder: CaptureRecorder, *, log=None) -> web.Appli
         chunks: list[Chunk] = []
         status: int | None = None
         resp_headers: dict[str, str] = {}
+        size = {"kept": 0, "of": 0}  # what the record holds of the response body, of what passed
         note = ""
         recorded = False
         out: web.StreamResponse | None = None
@@ -273,7 +312,8 @@ def make_app(upstream: str, recorder: CaptureRecorder, *, log=None) -> web.Appli
             if recorded:
                 return
             recorded = True
-            response = CapturedResponse(status, resp_headers, chunks) if status is not None else None
+            cut = dict(size) if size["of"] > size["kept"] else None
+            response = CapturedResponse(status, resp_headers, chunks, cut) if status is not None else None
             ex = recorder.record(
                 seq, method=request.method, path=request.path, query=request.query_string,
                 headers=req_headers, body=body, response=response, note=note,
@@ -288,6 +328,9 @@ def make_app(upstream: str, recorder: CaptureRecorder, *, log=None) -> web.Appli
             forward = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
             forward = {k: v for k, v in forward.items() if k.lower() != "accept-encoding"}
             forward["Accept-Encoding"] = "identity"
+            if authorization is not None:  # the upstream's credentials win (module rules)
+                forward = {k: v for k, v in forward.items() if k.lower() != "authorization"}
+                forward["Authorization"] = authorization
             t0 = time.monotonic()
             async with state["session"].request(
                 request.method, _join(upstream, request.path_qs), headers=forward, data=body,
@@ -304,7 +347,12 @@ def make_app(upstream: str, recorder: CaptureRecorder, *, log=None) -> web.Appli
                 await out.prepare(request)
                 try:
                     async for chunk in up.content.iter_any():
-                        chunks.append(Chunk(time.monotonic() - t0, bytes(chunk)))
+                        size["of"] += len(chunk)
+                        room = max_body_bytes - size["kept"]
+                        if room > 0:  # past the cap the bytes go to the client only (module rules)
+                            part = bytes(chunk[:room])
+                            size["kept"] += len(part)
+                            chunks.append(Chunk(time.monotonic() - t0, part))
                         await out.write(chunk)
                 except (ClientConnectionResetError, ConnectionResetError):
                     note = "client disconnected mid-stream"
@@ -345,9 +393,9 @@ def make_app(upstream: str, recorder: CaptureRecorder, *, log=None) -> web.Appli
 
 
 async def start_proxy(upstream: str, recorder: CaptureRecorder, host: str = "127.0.0.1", port: int = 0,
-                      *, log=None) -> tuple[web.AppRunner, str]:
+                      *, log=None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> tuple[web.AppRunner, str]:
     """Start the proxy on the running loop; returns (runner, base URL). Stop with `stop_proxy`."""
-    runner = web.AppRunner(make_app(upstream, recorder, log=log), access_log=None, handle_signals=False,
+    runner = web.AppRunner(make_app(upstream, recorder, log=log, max_body_bytes=max_body_bytes), access_log=None, handle_signals=False,
                            shutdown_timeout=0.5)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
@@ -380,7 +428,8 @@ async def stop_proxy(runner: web.AppRunner, recorder: CaptureRecorder, drain: fl
 
 
 @contextlib.contextmanager
-def serve_proxy_in_thread(upstream: str, recorder: CaptureRecorder, *, log=None) -> Iterator[str]:
+def serve_proxy_in_thread(upstream: str, recorder: CaptureRecorder, *, log=None,
+                          max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> Iterator[str]:
     """Run the proxy on its own loop in a thread (tests, recapture); yields its base URL."""
     loop = asyncio.new_event_loop()
     ready = threading.Event()
@@ -389,7 +438,8 @@ def serve_proxy_in_thread(upstream: str, recorder: CaptureRecorder, *, log=None)
     def run() -> None:
         asyncio.set_event_loop(loop)
         try:
-            box["runner"], box["url"] = loop.run_until_complete(start_proxy(upstream, recorder, log=log))
+            box["runner"], box["url"] = loop.run_until_complete(start_proxy(upstream, recorder, log=log,
+                                                                                max_body_bytes=max_body_bytes))
         except BaseException as exc:  # noqa: BLE001 - reported to the caller below
             box["error"] = exc
             ready.set()
@@ -414,7 +464,8 @@ def serve_proxy_in_thread(upstream: str, recorder: CaptureRecorder, *, log=None)
         thread.join(30)
 
 
-def run_proxy_forever(upstream: str, recorder: CaptureRecorder, host: str, port: int) -> None:
+def run_proxy_forever(upstream: str, recorder: CaptureRecorder, host: str, port: int, *,
+                      max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> None:
     """The CLI's loop: serve until SIGTERM or SIGINT, printing one line per exchange to stderr;
     on the signal, stop without losing an exchange (`stop_proxy`)."""
 
@@ -426,9 +477,9 @@ def run_proxy_forever(upstream: str, recorder: CaptureRecorder, host: str, port:
         stop = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        runner, url = await start_proxy(upstream, recorder, host, port, log=log)
+        runner, url = await start_proxy(upstream, recorder, host, port, log=log, max_body_bytes=max_body_bytes)
         print(f"listening on {url}", flush=True)
-        print(f"forwarding to {upstream}; recording to {recorder.path}", file=sys.stderr, flush=True)
+        print(f"forwarding to {without_userinfo(upstream)}; recording to {recorder.path}", file=sys.stderr, flush=True)
         await stop.wait()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)  # a second Ctrl-C ends at once

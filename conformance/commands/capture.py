@@ -26,6 +26,8 @@ from conformance.capture.format import CaptureFormatError
 from conformance.capture.proxy import CaptureRecorder, CaseInfo, run_proxy_forever
 from conformance.capture.redact import SECRET_HEADERS, RedactionConfig
 from conformance.commands.argtypes import http_url, listen_address, writable_folder
+from conformance.core import secrets
+from conformance.core.secrets import without_userinfo
 from conformance.engine.launch import serve_engine_in_thread
 
 NAME = "capture"
@@ -130,7 +132,9 @@ def run(args) -> int:
         return 2
     info = CaseInfo(case=label, client=args.client, client_version=args.client_version,
                     meta={"captured_at": time.strftime("%Y-%m-%d", time.gmtime()),
-                          "upstream": "reference-engine" if args.engine else args.upstream})
+                          "upstream": "reference-engine" if args.engine else without_userinfo(args.upstream)})
+    # the one scrubber: the upstream's userinfo and the --secret values never reach the file or the console
+    secrets.register(urls={"upstream": args.upstream}, extra={f"secret-{n}": v for n, v in enumerate(args.secret, 1)})
     recorder = CaptureRecorder(info, out / f"{label}.json", config)
 
     with contextlib.ExitStack() as stack:

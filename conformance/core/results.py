@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.core.bounded_json import parse as parse_json
+from conformance.core.secrets import scrub_text
 from conformance.core.verdict import OUTCOMES
 
 RECORD_VERSION = 1
@@ -78,7 +79,7 @@ class ResultsWriter:
         self._lock = threading.Lock()
 
     def write(self, result: Result) -> None:
-        line = result.to_json()
+        line = scrub_text(result.to_json())  # the one scrubber: no known secret reaches a record
         with self._lock, self.path.open("a", encoding="utf-8") as fh:
             fh.write(line + "\n")
 

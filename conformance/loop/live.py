@@ -35,6 +35,7 @@ from conformance.clients.launch import client_version, find_binary, prepare, run
 from conformance.clients.profile import ClientProfile
 from conformance.core.failures import HasViolations, Violation
 from conformance.core.registry import violation
+from conformance.core.secrets import scrub_text
 from conformance.loop.sandbox import Sandbox
 from conformance.loop.scenarios import Scenario, check_completion
 from conformance.net.transport import RawExchange
@@ -82,9 +83,9 @@ class LiveReport(HasViolations):
         folder.mkdir(parents=True, exist_ok=True)
         if self.capture is not None and self.capture.exchanges:
             save_capture(self.capture, folder / "traffic.json")
-        (folder / "stdout.txt").write_text(self.stdout)
-        (folder / "stderr.txt").write_text(self.stderr)
-        (folder / "command.txt").write_text(" ".join(self.command) + "\n")
+        (folder / "stdout.txt").write_text(scrub_text(self.stdout))
+        (folder / "stderr.txt").write_text(scrub_text(self.stderr))
+        (folder / "command.txt").write_text(scrub_text(" ".join(self.command) + "\n"))
         return folder
 
     def raise_for_failure(self) -> None:
@@ -106,6 +107,11 @@ def _raw_from_exchange(ex, base_url: str) -> RawExchange:
     raw.chunks = [(c.t, c.data) for c in ex.response.chunks]
     if "upstream broke" in (ex.note or ""):
         raw.error_kind, raw.error = "read", ex.note
+    elif ex.response.truncated is not None:  # the record stops at the proxy's cap: its end is not the target's
+        cut = ex.response.truncated
+        raw.error_kind = "limit_response_size"
+        raw.error = (f"the response passed the recorded maximum ({cut['kept']} of {cut['of']} bytes kept "
+                     "by the capture proxy); the rest was not recorded")
     return raw
 
 

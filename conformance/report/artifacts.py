@@ -14,7 +14,9 @@ Rules:
   `"truncated": {"kept": bytes, "of": bytes}`.
 - Secrets never reach disk: credentials in headers are replaced by `<redacted:...>`
   (`conformance.capture.redact.redact_credentials`, the one redactor); captured bodies are
-  already redacted by the capture proxy.
+  already redacted by the capture proxy; every file passes through the run's scrubber
+  (`conformance.core.secrets`), which replaces the key and URL credentials wherever the target
+  echoed them.
 - `prepare(report_dir)` clears what a previous run left so reports describe one run, in a folder
   that is the suite's own: one holding the marker file `.conformance-report` (MARKER), which
   prepare writes into a new or empty folder. A folder with other files and no marker is refused
@@ -35,6 +37,7 @@ from typing import Any
 from conformance.capture.format import Chunk
 from conformance.capture.redact import redact_credentials
 from conformance.core.failures import Violation
+from conformance.core.secrets import scrub_bytes, scrub_chunks, scrub_text
 from conformance.net.transport import Limits
 from conformance.report.text import format_failure
 
@@ -149,21 +152,22 @@ def write_failure_folder(
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "failure.txt").write_text(
-        format_failure(title, violations, reproduce=reproduce, extra=extra) + "\n", encoding="utf-8")
+        scrub_text(format_failure(title, violations, reproduce=reproduce, extra=extra) + "\n"), encoding="utf-8")
     (folder / "violations.json").write_text(
-        json.dumps([v.to_dict() for v in violations], indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        scrub_text(json.dumps([v.to_dict() for v in violations], indent=1, ensure_ascii=False) + "\n"),
+        encoding="utf-8")
     cap = max_response_bytes if max_response_bytes is not None else Limits().response_bytes
     curls = ["#!/bin/sh", "# Re-send the exact requests of this failure. The key is read from the environment.",
              'cd "$(dirname "$0")"']
     for n, sent in enumerate(exchanges, 1):
         raw = sent.raw
         body_file = f"{n}.request.body"
-        (folder / body_file).write_bytes(raw.request_body)
-        (folder / f"{n}.request.json").write_text(json.dumps({
+        (folder / body_file).write_bytes(scrub_bytes(raw.request_body))
+        (folder / f"{n}.request.json").write_text(scrub_text(json.dumps({
             "note": sent.note, "method": raw.method, "url": raw.url,
             "headers": redact_credentials(raw.request_headers), "body": sent.request,
-        }, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        chunks, size = capped_chunks(raw.chunks, cap)
+        }, indent=1, ensure_ascii=False) + "\n"), encoding="utf-8")
+        chunks, size = capped_chunks(scrub_chunks(raw.chunks), cap)
         with (folder / f"{n}.response.raw").open("wb") as fh:
             for _t, data in chunks:
                 fh.write(data)
@@ -173,13 +177,14 @@ def write_failure_folder(
             kept = sum(len(d) for _t, d in chunks)
             if kept < size:
                 head["truncated"] = {"kept": kept, "of": size}
-            fh.write(json.dumps(head, ensure_ascii=False) + "\n")
+            fh.write(scrub_text(json.dumps(head, ensure_ascii=False)) + "\n")
             for t, data in chunks:
                 fh.write(json.dumps(Chunk(t, data).to_json(), ensure_ascii=False) + "\n")
         stream = isinstance(sent.request, dict) and sent.request.get("stream") is True
         curls.append(f"# {n}: {sent.note or raw.url}")
         curls.append(curl_command(raw.method, raw.url, raw.request_headers, body_file, stream=stream))
-    (folder / "curl.sh").write_text("\n".join(curls) + "\n", encoding="utf-8")
-    (folder / "reproduce.txt").write_text("\n".join(reproduce) + "\n", encoding="utf-8")
-    (folder / "versions.json").write_text(json.dumps(versions, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    (folder / "curl.sh").write_text(scrub_text("\n".join(curls) + "\n"), encoding="utf-8")
+    (folder / "reproduce.txt").write_text(scrub_text("\n".join(reproduce) + "\n"), encoding="utf-8")
+    (folder / "versions.json").write_text(scrub_text(json.dumps(versions, indent=1, sort_keys=True) + "\n"),
+                                          encoding="utf-8")
     return folder

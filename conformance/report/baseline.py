@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conformance.core.jsonfile import read_json
+from conformance.core.secrets import scrub_text
 
 FORMAT = "conformance.baseline"
 VERSION = 1
@@ -87,7 +88,7 @@ def write(path: Path | str, failures: dict[str, set[str]], *, target: str = "", 
         entries.append({"test": test, "checks": checks, "reason": reason})
     doc = {"format": FORMAT, "version": VERSION, "target": target, "known_failures": entries}
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    path.write_text(scrub_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n"), encoding="utf-8")
     return path
 
 
@@ -123,5 +124,5 @@ def migrate(path: Path | str) -> tuple[int, dict[str, str]]:
             entry["test"], changed = new, changed + 1
     if releases:
         doc["client_versions"] = dict(sorted(releases.items()))
-    path.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    path.write_text(scrub_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n"), encoding="utf-8")
     return changed, releases

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.core.results import Result, read_results
+from conformance.core.secrets import scrub_text
 from conformance.core.verdict import RANK
 
 RUN_FILE = "run.json"
@@ -49,8 +50,8 @@ def write_run_settings(results_dir: Path, facts: dict[str, Any], settings: dict[
     results_dir = Path(results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
     path = results_dir / RUN_FILE
-    path.write_text(json.dumps({"facts": facts, "settings": settings}, indent=1, sort_keys=True, default=str) + "\n",
-                    encoding="utf-8")
+    path.write_text(scrub_text(json.dumps({"facts": facts, "settings": settings}, indent=1, sort_keys=True,
+                                          default=str) + "\n"), encoding="utf-8")
     return path
 
 

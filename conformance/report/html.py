@@ -30,6 +30,7 @@ from typing import Any
 
 from conformance.core.registry import lookup
 from conformance.core.results import Result, read_results
+from conformance.core.secrets import scrub_text
 from conformance.core.verdict import RANK
 from conformance.report import svg
 from conformance.report.summary import row_of
@@ -391,6 +392,6 @@ def write_html(report_dir: Path, meta: dict[str, str], *, baseline: Any = None) 
         return None
     results = read_results(results_dir)
     path = report_dir / "report.html"
-    path.write_text(render(results, meta, baseline=baseline, report_dir=report_dir), encoding="utf-8")
+    path.write_text(scrub_text(render(results, meta, baseline=baseline, report_dir=report_dir)), encoding="utf-8")
     return path
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from conformance.core.registry import lookup
 from conformance.core.results import Result, read_results
+from conformance.core.secrets import scrub_text
 from conformance.core.verdict import RANK
 
 SYMBOL = {"failed": "FAIL", "error": "ERROR", "warning": "warn", "unverifiable": "?", "passed": "ok",
@@ -107,7 +108,7 @@ def write_summary(report_dir: Path, meta: dict[str, str]) -> Path | None:
     results = read_results(results_dir)
     meta = {"generated": time.strftime("%Y-%m-%d %H:%M:%S"), **meta}
     path = report_dir / "summary.md"
-    path.write_text(render(results, meta), encoding="utf-8")
+    path.write_text(scrub_text(render(results, meta)), encoding="utf-8")
     return path
 
 

@@ -38,6 +38,7 @@ from conformance.core.failures import SEVERITIES, Violation
 from conformance.core.paths import captured_dir
 from conformance.core.registry import violation
 from conformance.core.results import Result
+from conformance.core.secrets import scrub_text
 from conformance.core.verdict import RANK
 from conformance.layers.attribution import JudgedExchange, LayerVerdict, attribute_exchanges
 from conformance.net.client import serialize
@@ -249,8 +250,8 @@ class CheckContext:
         folder = self.session.failure_dir(self.test_id)
         for n, att in enumerate(attributed.exchanges, 1):
             (folder / f"attribution-{n}.json").write_text(
-                json.dumps(att.document(), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-            (folder / f"attribution-{n}.txt").write_text(att.evidence() + "\n", encoding="utf-8")
+                scrub_text(json.dumps(att.document(), ensure_ascii=False, indent=1) + "\n"), encoding="utf-8")
+            (folder / f"attribution-{n}.txt").write_text(scrub_text(att.evidence() + "\n"), encoding="utf-8")
         for record in self._results:
             if record.outcome in ("failed", "error"):
                 record.layer = attributed.layer

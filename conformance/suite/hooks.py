@@ -8,6 +8,10 @@ Rules:
   run's settings, for `conformance report compare`), the baseline file and the testsuite
   properties; workers only append results. Progress lines of the probes reach the terminal past
   the capture in the controller (`conformance.probes.progress`).
+- The run's secrets (the key, URL credentials, key environment variables) are registered with the
+  one scrubber (`conformance.core.secrets`) in `configure`, in every process; the test reports
+  (failure text, captured output, properties) are scrubbed before pytest shows or writes them,
+  and junit.xml once more after pytest wrote it.
 - The baseline gate works per test in `apply_baseline`: a test failing exactly as the baseline
   lists is reported xfailed with the reason; any other difference fails the test.
 """
@@ -22,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance.core import secrets
 from conformance.core.results import read_results
 from conformance.probes import progress
 from conformance.report.artifacts import ReportDirError
@@ -48,6 +53,11 @@ def configure(config: pytest.Config, key, suite_dir: Path) -> None:
     cli = cli_layer(config)
     if not cli.get("target"):
         return
+    # the run's secrets, once per process and before anything can print: every report, folder and
+    # console line is scrubbed of them (a bad setting's message may quote the target URL)
+    secrets.register(api_key=cli.get("api_key"),
+                     urls={"target": cli.get("target"), "engine": cli.get("engine_url"),
+                           "metrics": config.getoption("conformance_metrics_url", None)})
     try:
         base = SuiteConfig.resolve(cli)
         baseline = None
@@ -57,7 +67,7 @@ def configure(config: pytest.Config, key, suite_dir: Path) -> None:
             except BaselineError as exc:
                 raise ConfigError(str(exc)) from None
     except ConfigError as exc:
-        raise pytest.UsageError(f"conformance: {exc}") from None
+        raise pytest.UsageError(secrets.scrub_text(f"conformance: {exc}")) from None
     workerinput = getattr(config, "workerinput", None)
     token = (workerinput or {}).get("conformance_run_token") or os.environ.get("CONFORMANCE_RUN_TOKEN") \
         or uuid.uuid4().hex[:12]
@@ -88,7 +98,7 @@ def _progress_past_capture(config: pytest.Config) -> None:
 
     def sink(line: str) -> None:
         with capman.global_and_fixture_disabled():
-            sys.stderr.write(progress.PREFIX + line + "\n")
+            sys.stderr.write(secrets.scrub_text(progress.PREFIX + line) + "\n")
             sys.stderr.flush()
 
     progress.set_sink(sink)
@@ -122,7 +132,7 @@ def sessionstart(pytest_session: pytest.Session, session: SuiteSession) -> None:
         "run_token": session.config.run_token,
     }
     for name, value in props.items():
-        xml.add_global_property(name, value)
+        xml.add_global_property(name, secrets.scrub_text(value))
 
 
 def deselect_opt_in(config: pytest.Config, items: list, suite_dir: Path, markers: tuple[str, ...]) -> None:
@@ -187,6 +197,36 @@ def record_exception(item, exc: BaseException, report) -> None:
         return
     if folder:
         report.sections.append(("conformance", f"failure folder: {folder}"))
+
+def scrub_report(report) -> None:
+    """A test report without the run's secrets, before pytest shows it or writes it to junit.xml:
+    the failure text, the captured output and the properties (the structured longrepr becomes
+    its text only when a secret was in it)."""
+    if isinstance(report.longrepr, tuple):  # a skip: (path, line, reason), a shape pytest relies on
+        report.longrepr = tuple(secrets.scrub_text(x) if isinstance(x, str) else x for x in report.longrepr)
+    elif report.longrepr is not None:
+        text = str(report.longrepr)
+        scrubbed = secrets.scrub_text(text)
+        if scrubbed != text:
+            report.longrepr = scrubbed
+    report.sections = [(name, secrets.scrub_text(text)) for name, text in report.sections]
+    report.user_properties = [(k, secrets.scrub_text(v) if isinstance(v, str) else v)
+                              for k, v in report.user_properties]
+    if isinstance(getattr(report, "wasxfail", None), str):
+        report.wasxfail = secrets.scrub_text(report.wasxfail)
+
+
+def scrub_junit(config: pytest.Config) -> None:
+    """junit.xml is written by pytest at the end of the session: scrubbed once more after it is
+    written, for what reached it past the reports (a plugin's property, a collection error)."""
+    xmlpath = getattr(config.option, "xmlpath", None)
+    if not _is_controller(config) or not xmlpath or not Path(xmlpath).is_file():  # the controller writes it
+        return
+    path = Path(xmlpath)
+    text = path.read_text(encoding="utf-8", errors="surrogateescape")
+    scrubbed = secrets.scrub_text(text)
+    if scrubbed != text:
+        path.write_text(scrubbed, encoding="utf-8", errors="surrogateescape")
 
 
 def apply_baseline(item, call, report, session: SuiteSession) -> None:
@@ -288,8 +328,8 @@ def terminal_summary(tr, session: SuiteSession) -> None:
         return
     tr.write_sep("-", "conformance")
     cfg = session.config
-    tr.write_line(f"target {cfg.target}  api {cfg.api}  run token {cfg.run_token}"
-                  + ("  (salted)" if cfg.salt else ""))
+    tr.write_line(secrets.scrub_text(f"target {cfg.target}  api {cfg.api}  run token {cfg.run_token}"
+                  + ("  (salted)" if cfg.salt else "")))
     versions = ", ".join(f"{k} {v}" for k, v in sorted(session.versions.items()))
     if versions:
         tr.write_line(f"versions: {versions}")
@@ -306,4 +346,4 @@ def terminal_summary(tr, session: SuiteSession) -> None:
     if written:
         tr.write_line(f"baseline written: {written}")
     if session.target_down():
-        tr.write_line(f"the target went down: {session.target_down()}", red=True)
+        tr.write_line(secrets.scrub_text(f"the target went down: {session.target_down()}"), red=True)
