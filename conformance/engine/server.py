@@ -12,7 +12,8 @@ Rules:
   status codes; OpenAI routes follow vLLM's `{"error":{"message","type","param","code"}}`.
 - `GET /metrics` only with `EngineConfig.metrics` (vLLM's prefix-cache counters, metrics.py).
 - `GET /_conformance/received[?n=K][&path=PREFIX]` returns the last RECEIVED_KEEP requests
-  (method, path with query, headers with secrets redacted, JSON body); `DELETE` clears it.
+  (method, path with query, headers with secrets redacted, JSON body, and `sha256`: the hash of
+  the body bytes read, which the suite matches to what it sent); `DELETE` clears it.
 - `crash-under-concurrency`: past CRASH_CONCURRENCY_LIMIT generation requests in flight the
   process exits (os._exit) when `exit_on_crash` (the CLI); in-thread it aborts every in-flight
   connection and drops every later connection on every route, since exiting would kill the host

@@ -36,6 +36,7 @@ from conformance.core.registry import violation
 from conformance.core.results import Result
 from conformance.core.verdict import RANK
 from conformance.layers.attribution import JudgedExchange, LayerVerdict, attribute_exchanges
+from conformance.layers.hop import body_sha256, log_total
 from conformance.net.client import serialize
 from conformance.report.artifacts import write_failure_folder
 from conformance.report.text import ConformanceFailure
@@ -70,6 +71,8 @@ class CheckContext:
         self._finished = False
         self._start = time.monotonic()
         self.extra: dict[str, str] = {}
+        self._log_since: int | None = None  # the engine's received-log total before this test's first send
+        self._since: dict[int, int | None] = {}  # id(sent) -> _log_since, for the exchanges sent here
 
     # ------------------------------------------------------------------ identity of the test
     def for_capture(self, capture) -> CheckContext:
@@ -95,11 +98,14 @@ class CheckContext:
         """Send `request` (dict re-serialised as the clients do, or `body` bytes verbatim) on the
         wire `api` names (a user's name is converted here, once)."""
         wire = dialect(api)
+        if self.settings.engine_url and not self._since:  # what reaches the engine from here on is this test's
+            self._log_since = log_total(self.settings.engine_url)
         data = body if body is not None else (request if isinstance(request, bytes) else serialize(request))
         raw = self.session.send(wire, path, data, captured_headers=captured_headers, query=query,
                                 deadlines=self.settings.deadlines, label=f"{self.key} {note}".strip())
         sent = Sent(wire, path, request if isinstance(request, dict) else {}, raw, note, expect_error)
         self.exchanges.append(sent)
+        self._since[id(sent)] = self._log_since  # an exchange reused from another test has no window
         return sent
 
     def judge(self, sent: Sent, *, expect_model: str | None = None, turn: int | None = None) -> ExchangeVerdict:
@@ -211,11 +217,12 @@ class CheckContext:
         if sent.expect_error and sent.raw.status is not None:
             # A deliberately invalid request: a refusal is right, so it is judged by the error-answer rule.
             return JudgedExchange(sent.request, wire, path, tuple(check_error_answer(sent.raw, wire)), expect,
-                                  refusal=True)
+                                  refusal=True, sent_sha256=body_sha256(sent.raw.request_body), since=self._since.get(id(sent)))
         verdict = self._verdicts.get(id(sent))
         if verdict is None:
             verdict = check_exchange(sent.raw, sent.request, wire=wire, expect_model=expect)
-        return JudgedExchange(sent.request, wire, path, tuple(verdict.violations), expect)
+        return JudgedExchange(sent.request, wire, path, tuple(verdict.violations), expect,
+                              sent_sha256=body_sha256(sent.raw.request_body), since=self._since.get(id(sent)))
 
     def _apply(self, attributed: LayerVerdict | None) -> None:
         """The layer into the failure text and the failed records, the evidence into the folder."""
