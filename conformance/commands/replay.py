@@ -9,6 +9,10 @@ Rules:
   `--model-map` and `--salt` change the body (then it is re-serialised the same compact way) and
   say so in the output. Sending, headers and URL joining are the suite's one sender
   (`conformance.net.target.Target`), so a replay sends what the suite sends.
+- The deadlines are the suite's defaults, scaled by `--deadline-scale`, or set one by one in
+  seconds (`--deadline-connect`, `--deadline-first-content`, `--deadline-total`: what the suite's
+  reproduce lines carry). A failure's reproduce line is built by `conformance.report.reproduce`
+  (every value quoted; the key read from $CONFORMANCE_API_KEY, never printed).
 - Each response is judged by `conformance.checks.exchange.check_exchange`, the same function the
   suite uses, and printed through `conformance.report.text.format_failure`.
 - Captures are read by the one corpus scan (`conformance.capture.corpus.load_captures`).
@@ -29,6 +33,7 @@ from conformance.capture.format import CaptureFormatError
 from conformance.core.failures import errors
 from conformance.net.target import Target
 from conformance.net.transport import Deadlines
+from conformance.report.reproduce import KEY_VARIABLE, replay_line
 from conformance.report.text import format_failure, format_violation
 from conformance.suite.replay import check, replay
 
@@ -52,6 +57,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--deadline-scale", type=float, default=1.0, metavar="F",
                         help="multiply the first-content and total deadlines (slow CPU engines)")
     parser.add_argument("--only", default=None, metavar="TEXT", help="only captures whose id contains TEXT")
+    # The suite's own deadlines, as its reproduce lines carry them (seconds; they override --deadline-scale).
+    for name, what in (("connect", "connect"), ("first-content", "first content"), ("total", "whole exchange")):
+        parser.add_argument(f"--deadline-{name}", type=float, default=None, metavar="SECONDS",
+                            help=f"the {what} deadline in seconds (as the suite's reproduce lines set it)")
 
 
 def parse_model_map(items: list[str]) -> dict[str, str]:
@@ -118,9 +127,16 @@ def run(args) -> int:
         print(f"conformance replay: no capture with a model request under {args.path}", file=sys.stderr)
         return 2
     salt = secrets.token_hex(6) if args.salt == "random" else args.salt
-    api_key = args.api_key or os.environ.get("CONFORMANCE_API_KEY") or "sk-conformance-placeholder"
+    api_key = args.api_key or os.environ.get(KEY_VARIABLE) or "sk-conformance-placeholder"
     base = Deadlines()
     deadlines = base.scaled(args.deadline_scale) if args.deadline_scale != 1.0 else base
+    given = (args.deadline_connect, args.deadline_first_content, args.deadline_total)
+    if any(s is not None and not s > 0 for s in given):
+        print("conformance replay: a --deadline-* value must be a positive number of seconds", file=sys.stderr)
+        return 2
+    if any(s is not None for s in given):
+        deadlines = Deadlines(*(s if s is not None else d for s, d in
+                                zip(given, (deadlines.connect, deadlines.first_content, deadlines.total), strict=True)))
 
     failed = 0
     reached_any = False  # once one request connected, later connect errors are verdicts
@@ -132,9 +148,10 @@ def run(args) -> int:
                   "(nothing was judged)", file=sys.stderr)
             return 2
         reached_any = True
-        reproduce = [f"conformance replay {cap.path} --target {args.target}"
-                     + "".join(f" --model-map {a}={b}" for a, b in model_map.items())
-                     + (f" --salt {salt}" if salt else "")]
+        changed = deadlines != base
+        reproduce = [replay_line(str(cap.path), args.target, model_map=model_map, salt=salt,
+                                 deadlines=(deadlines.connect, deadlines.first_content, deadlines.total) if changed
+                                 else None, with_key=bool(args.api_key or os.environ.get(KEY_VARIABLE)))]
         extra = {"exchanges": "; ".join(notes)}
         if errors(violations):
             failed += 1

@@ -21,7 +21,6 @@ Rules:
 from __future__ import annotations
 
 import json
-import shlex
 import time
 from pathlib import Path
 from typing import Any
@@ -38,9 +37,11 @@ from conformance.core.verdict import RANK
 from conformance.layers.attribution import JudgedExchange, LayerVerdict, attribute_exchanges
 from conformance.layers.hop import body_sha256, log_total
 from conformance.net.client import serialize
+from conformance.net.transport import Deadlines
 from conformance.report.artifacts import write_failure_folder
+from conformance.report.reproduce import command_line, pytest_line, replay_line
 from conformance.report.text import ConformanceFailure
-from conformance.suite.config import SuiteConfig
+from conformance.suite.config import SuiteConfig, raw_options
 from conformance.suite.session import Sent, SuiteSession
 from conformance.wire.dialect import Dialect
 from conformance.wire.registry import dialect
@@ -61,6 +62,7 @@ class CheckContext:
         self.case = ""
         self.capture = ""
         self.capture_path: Path | None = None
+        self.captured_models: list[str] = []  # the models the capture's requests name
         self.api = ""
         self.model = ""
         self.exchanges: list[Sent] = []
@@ -78,6 +80,8 @@ class CheckContext:
     def for_capture(self, capture) -> CheckContext:
         self.client, self.client_version, self.case = capture.client, capture.client_version, capture.case
         self.capture_path = Path(capture.path) if capture.path else None
+        self.captured_models = sorted({str(e.request.body["model"]) for e in capture.main_exchanges()
+                                       if isinstance(e.request.body, dict) and e.request.body.get("model")})
         self.capture = _relative_capture(self.capture_path)
         mains = capture.main_exchanges()
         if mains:
@@ -160,20 +164,25 @@ class CheckContext:
 
     # ------------------------------------------------------------------ the end of a test
     def reproduce(self) -> list[str]:
+        """The replay and pytest lines (`conformance.report.reproduce`): what shaped the requests
+        (the models sent for the captured ones, the salt, the deadlines, every conformance option)
+        and the key read from its environment variable."""
         target = self.session.config.target or "URL"
+        settings, with_key = self.settings, bool(self.settings.api_key)
         lines = []
         if self.capture_path is not None:
-            cmd = ["conformance", "replay", str(self.capture_path), "--target", target]
-            for k, v in sorted(self.settings.model_map.items()):
-                cmd += ["--model-map", f"{k}={v}"]
-            if self.settings.salt:
-                cmd.append("--salt")
-            lines.append(" ".join(shlex.quote(c) for c in cmd))
+            sent = {m: self.session.model_for(m, settings) for m in self.captured_models}
+            deadlines = settings.deadlines
+            lines.append(replay_line(
+                str(self.capture_path), target, model_map={m: s for m, s in sent.items() if s and s != m},
+                salt=settings.run_token if settings.salt else None, with_key=with_key,
+                deadlines=None if deadlines == Deadlines() else (deadlines.connect, deadlines.first_content,
+                                                                 deadlines.total)))
         node = f"{Path(str(self.item.path)).resolve()}::{self.item.name}"
-        py = ["pytest", f"--target={target}", node, "-p", "no:cacheprovider"]
-        if self.settings.model:
-            py.append(f"--conformance-model={self.settings.model}")
-        lines.append(" ".join(shlex.quote(c) for c in py))
+        config = getattr(self.item, "config", None)  # a pytest item has one; the options are its
+        options = dict(raw_options(config) if config is not None else {}, conformance_target=target)
+        markexpr = getattr(config.option, "markexpr", "") if config is not None else ""
+        lines.append(pytest_line(node, options, markexpr=markexpr or "", with_key=with_key))
         return lines
 
     def finish(self, title: str | None = None) -> None:
@@ -192,7 +201,7 @@ class CheckContext:
         if errors:
             path = self.session.failure_dir(self.test_id)
             if self.exchanges:
-                reproduce.append(f"sh {path / 'curl.sh'}")
+                reproduce.append(command_line(["sh", str(path / "curl.sh")]))
             write_failure_folder(path, title=title, violations=self.violations, exchanges=self.exchanges,
                                  reproduce=reproduce, versions={**self.session.versions, **self._versions()},
                                  extra=self.extra)
