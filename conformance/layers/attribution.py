@@ -23,8 +23,12 @@ Rules:
      `/v1/chat/completions` (documented there), for a request the minimal translation takes
      (`minimal.translates`); any other request is replayed as it was on its own wire's endpoint
      (`<wire>-direct`: a Responses request on /v1/responses, a chat request on chat).
-  A request on a non-generation path (count_tokens) is replayed on the same path (`same-path`),
-  judged by that path's wire (the client's own wire for a path of no known wire).
+  A request on a non-generation path (count_tokens) is replayed as the router forwarded it, when
+  the test's window of the received log shows where (`forwarded`, on any path: LiteLLM sends
+  count_tokens to an upstream's /v1/responses/input_tokens); else on the same path (`same-path`),
+  judged by that path's wire (the client's own wire for a path of no known wire). An engine that
+  answers 404/405/501 on the path the router forwarded to does not serve it: the status the target
+  relayed originated there (`engine`).
 - Verdict (`layer`):
   * `router` — the engine passes: the router introduced the failure;
   * `engine` — the engine fails with every symptom the target shows (it originated there);
@@ -276,6 +280,16 @@ def attribute(
     path, body = "", None
     if not is_generation_path(client_path):
         path, body, att.replayed = client_path, dict(request), "same-path"
+        if since is not None:  # where did the router send it? only this test's window can tell
+            att.reached_engine, entry = reached_engine(received_log(engine_url), request, since, wire=wire,
+                                                       sent_sha256=sent_sha256, any_path=True)
+            if att.reached_engine is False:
+                att.layer, att.replayed, att.engine_request = "router", "", None
+                att.explanation = (f"{NOT_FORWARDED}: no request carrying this one reached the engine at {engine_url}")
+                att.engine_path = ""
+                return att
+            if entry is not None:
+                path, body, att.replayed = str(entry["path"]).split("?", 1)[0], entry["body"], "forwarded"
     else:  # matched by content, never by recency: an unrelated logged request never stands in
         att.reached_engine, entry = reached_engine(received_log(engine_url), request, since, wire=wire,
                                                    sent_sha256=sent_sha256)
@@ -315,11 +329,27 @@ def attribute(
         engine_violations += extra_judge(raw, body, replay_wire)
     att.engine_violations = engine_violations
     att.layer, att.explanation = decide(target, engine_violations, engine_answered=raw.status is not None, cross_dialect=cross)
+    if _unserved_where_forwarded(att, raw, client_path, target):
+        return att
     refused = any(v.check_id == suite_checks.REQUEST_ACCEPTED for v in engine_violations)
     if att.replayed == "forwarded" and refused and att.layer in ("engine", "both"):
         _retry_own_form(att, request, wire, raw, verdict.error_text, engine_url=engine_url, translatable=translatable,
                         expect_model=expect_model, deadlines=deadlines, api_key=api_key)
     return att
+
+
+def _unserved_where_forwarded(att: Attribution, raw: RawExchange, client_path: str, target: list[Violation]) -> bool:
+    """A non-generation request the router forwarded to another path, which the engine does not
+    serve (404/405/501 directly): the status the target shows originated in the engine."""
+    if att.replayed != "forwarded" or is_generation_path(client_path) or att.engine_path == client_path:
+        return False
+    if raw.status not in (404, 405, 501) or not any(v.is_error and f"HTTP {raw.status}" in str(v.seen or "")
+                                                    for v in target):
+        return False
+    att.layer = "engine"
+    att.explanation = (f"originated in the engine: the router sends {client_path} to the engine's {att.engine_path}, "
+                       f"which the engine does not serve (HTTP {raw.status} directly)")
+    return True
 
 
 def _retry_own_form(att: Attribution, request: dict, wire: Dialect, refused: RawExchange, refusal: str, *,

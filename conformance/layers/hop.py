@@ -93,14 +93,15 @@ def _json_probe(text: str) -> str:
 
 
 def find_forwarded(entries: list[dict], client_request: dict, since: int | None = None, *,
-                   wire: Dialect, sent_sha256: str | None = None) -> dict | None:
+                   wire: Dialect, sent_sha256: str | None = None, any_path: bool = False) -> dict | None:
     """The received entry that carries this client request (sent on `wire`; `sent_sha256`: the
     hash of the bytes sent, `body_sha256`): the one with the same body hash, else the latest one
     holding the client's last user-authored text, preferring one that also holds its last entry
     (the same turn). None when nothing carries it, or when the request has no text to look for
-    and no entry has its hash."""
+    and no entry has its hash. `any_path`: a request the router may forward to another
+    non-generation path (count_tokens to an upstream's token counter), not only generation paths."""
     if sent_sha256:
-        for entry in _candidates(entries, None, since):
+        for entry in _candidates(entries, None, since, any_path=any_path):
             if entry.get("sha256") == sent_sha256:
                 return entry
     probe = _json_probe(wire.last_user_text(client_request).strip())
@@ -108,7 +109,7 @@ def find_forwarded(entries: list[dict], client_request: dict, since: int | None 
         return None
     tail_probe = _json_probe(wire.tail_text(client_request))[:200]
     fallback = None
-    for entry in _candidates(entries, probe, since):
+    for entry in _candidates(entries, probe, since, any_path=any_path):
         if not tail_probe or tail_probe in _entry_text(entry["body"]):
             return entry
         fallback = fallback or entry
@@ -122,14 +123,14 @@ def correlatable(client_request: dict, *, wire: Dialect) -> bool:
 
 
 def reached_engine(log: dict | None, client_request: dict, since: int | None = None, *, wire: Dialect,
-                   sent_sha256: str | None = None) -> tuple[bool | None, dict | None]:
+                   sent_sha256: str | None = None, any_path: bool = False) -> tuple[bool | None, dict | None]:
     """(True, entry) when a logged request carries the client's; (False, None) when the log was
     read, the request can be correlated and nothing in the log carries it (the router answered
     without forwarding); (None, None) when that cannot be told (no log, nothing to correlate by)."""
     if log is None:
         return None, None
     entries = log["requests"]
-    entry = find_forwarded(entries, client_request, since, wire=wire, sent_sha256=sent_sha256)
+    entry = find_forwarded(entries, client_request, since, wire=wire, sent_sha256=sent_sha256, any_path=any_path)
     if entry is not None:
         return True, entry
     total = log.get("total") if isinstance(log.get("total"), int) else len(entries)
@@ -144,13 +145,13 @@ def reached_engine(log: dict | None, client_request: dict, since: int | None = N
     return False, None
 
 
-def _candidates(entries: list[dict], probe: str | None, since: int | None):
+def _candidates(entries: list[dict], probe: str | None, since: int | None, *, any_path: bool = False):
     for entry in reversed(entries):
         if since is not None and int(entry.get("seq", since)) < since:
             continue
         if entry.get("method", "POST") != "POST":
             continue
-        if not is_generation_path(str(entry.get("path", ""))):
+        if not any_path and not is_generation_path(str(entry.get("path", ""))):
             continue
         if not isinstance(entry.get("body"), dict):
             continue

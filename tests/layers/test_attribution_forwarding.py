@@ -121,3 +121,44 @@ def test_a_request_with_no_text_never_matches_an_unrelated_logged_one(engine_wit
     assert len(log["requests"]) == 2
     reached, entry = reached_engine(log, INVALID, None, wire=ANTHROPIC, sent_sha256=body_sha256(serialize(INVALID)))
     assert entry is None and reached is None  # unknown, never the Codex turn or the other prompt
+
+
+def _token_counting_router(engine_url: str, *, forward: bool) -> web.Application:
+    """count_tokens the way LiteLLM with a chat upstream handles it: sent on to the upstream's
+    /v1/responses/input_tokens (`forward`), or answered 404 by the router itself."""
+
+    async def count(request: web.Request) -> web.Response:
+        data = await request.read()
+        if not forward:
+            return web.json_response({"error": {"message": "Not Found"}}, status=404)
+        async with aiohttp.ClientSession() as session, session.post(
+                engine_url + "/v1/responses/input_tokens", data=data, headers={"content-type": "application/json"}) as up:
+            return web.Response(body=await up.read(), status=up.status, content_type="application/json")
+
+    app = web.Application()
+    app.router.add_post("/v1/messages/count_tokens", count)
+    return app
+
+
+COUNT = {"model": "reference-model", "messages": [{"role": "user", "content": "How many tokens is this? [count-test]"}]}
+
+
+@pytest.mark.parametrize("forward", [True, False], ids=["forwarded-to-an-unserved-path", "answered-by-the-router"])
+def test_count_tokens_is_attributed_where_the_404_came_from(engine_with_history, forward):
+    engine = engine_with_history
+    with serve_app_in_thread(_token_counting_router(engine, forward=forward)) as router:
+        since = log_total(engine)
+        raw = replay(router, "/v1/messages/count_tokens", COUNT, wire=ANTHROPIC)
+        verdict = check_exchange(raw, COUNT, wire=ANTHROPIC)
+        assert verdict.failed_checks == ["suite.count_tokens.available"], verdict.failed_checks
+        ex = JudgedExchange(COUNT, ANTHROPIC, "/v1/messages/count_tokens", tuple(verdict.violations),
+                            sent_sha256=body_sha256(raw.request_body), since=since)
+        attributed = attribute_exchanges([ex], list(verdict.errors), engine)
+    att = attributed.exchanges[0]
+    if forward:  # the engine has /v1/messages/count_tokens, but not the path the router uses
+        assert att.replayed == "forwarded" and att.engine_path == "/v1/responses/input_tokens"
+        assert attributed.layer == "engine" and att.engine_status == 404, attributed.line()
+        assert "does not serve" in attributed.line()
+    else:
+        assert attributed.layer == "router" and attributed.line().startswith(f"router — {NOT_FORWARDED}")
+        assert att.engine_status is None and att.replayed == ""
