@@ -17,6 +17,7 @@ Rules:
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -77,7 +78,8 @@ def run(args) -> int:
 
     if _is_capture(body):
         return _fail(f"{args.file} is a capture file (written by `conformance capture`), not response bytes: judge it "
-                     f"with `conformance replay {args.file} --target URL`, or pass the saved body of one response.")
+                     f"with `conformance replay {shlex.quote(args.file)} --target URL`, or pass the saved body of one "
+                     "response.")
 
     wire = dialect(args.protocol)
 
