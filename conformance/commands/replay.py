@@ -50,6 +50,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--target", required=True, metavar="URL", help="base URL of the router or engine")
     parser.add_argument("--model-map", action="append", default=[], metavar="A=B",
                         help="send model B where the capture has A (repeatable; '*=B' maps every model)")
+    parser.add_argument("--expect-model", action="append", default=[], metavar="SENT=SERVED",
+                        help="the model expected to answer when SENT is sent (a router alias; the suite's "
+                             "--conformance-model-map); repeatable")
     parser.add_argument("--salt", nargs="?", const="random", default=None, metavar="TEXT",
                         help="prefix the system prompt with a salt (random unless TEXT) to defeat prefix caches")
     parser.add_argument("--api-key", default=None, metavar="KEY",
@@ -63,12 +66,12 @@ def add_arguments(parser) -> None:
                             help=f"the {what} deadline in seconds (as the suite's reproduce lines set it)")
 
 
-def parse_model_map(items: list[str]) -> dict[str, str]:
+def parse_model_map(items: list[str], *, option: str = "--model-map") -> dict[str, str]:
     out: dict[str, str] = {}
     for item in items:
         src, sep, dst = item.partition("=")
         if not sep or not src or not dst:
-            raise ValueError(f"--model-map {item!r}: expected FROM=TO, e.g. claude-opus-4-8=my-model")
+            raise ValueError(f"{option} {item!r}: expected FROM=TO, e.g. claude-opus-4-8=my-model")
         out[src] = dst
     return out
 
@@ -80,7 +83,7 @@ def map_model(model: str | None, model_map: dict[str, str]) -> str | None:
 
 
 def replay_capture(capture, *, target: str, model_map: dict[str, str], salt: str | None, api_key: str,
-                   deadlines) -> tuple[list, list[str], bool]:
+                   deadlines, expect: dict[str, str] | None = None) -> tuple[list, list[str], bool]:
     """Replay one capture. Returns (violations, notes, reached) — reached is False when no
     request could connect at all."""
     sender = Target(target, api_key, deadlines)
@@ -90,7 +93,10 @@ def replay_capture(capture, *, target: str, model_map: dict[str, str], salt: str
         return sender.send_sync(step.wire, req.path, step.data, method=req.method, query=req.query,
                                 captured_headers=req.headers)
 
-    replayed = replay(capture, send, lambda step, raw: check(step, raw, expect_model=step.request.get("model"),
+    def expected(sent: str | None) -> str | None:
+        return (expect or {}).get(sent, sent) if sent is not None else None
+
+    replayed = replay(capture, send, lambda step, raw: check(step, raw, expect_model=expected(step.request.get("model")),
                                                              turn=step.turn),
                       model=lambda captured: map_model(captured, model_map), salt=salt)
     violations = []
@@ -108,6 +114,7 @@ def replay_capture(capture, *, target: str, model_map: dict[str, str], salt: str
 def run(args) -> int:
     try:
         model_map = parse_model_map(args.model_map)
+        expect = parse_model_map(args.expect_model, option="--expect-model")
     except ValueError as exc:
         print(f"conformance replay: {exc}", file=sys.stderr)
         return 2
@@ -141,7 +148,7 @@ def run(args) -> int:
     failed = 0
     reached_any = False  # once one request connected, later connect errors are verdicts
     for cap in captures:
-        violations, notes, reached = replay_capture(cap, target=args.target, model_map=model_map, salt=salt,
+        violations, notes, reached = replay_capture(cap, target=args.target, model_map=model_map, salt=salt, expect=expect,
                                                     api_key=api_key, deadlines=deadlines)
         if not reached and not reached_any:
             print(f"conformance replay: cannot connect to {args.target}: is the router or engine running? "
@@ -149,7 +156,7 @@ def run(args) -> int:
             return 2
         reached_any = True
         changed = deadlines != base
-        reproduce = [replay_line(str(cap.path), args.target, model_map=model_map, salt=salt,
+        reproduce = [replay_line(str(cap.path), args.target, model_map=model_map, salt=salt, expect=expect,
                                  deadlines=(deadlines.connect, deadlines.first_content, deadlines.total) if changed
                                  else None, with_key=bool(args.api_key or os.environ.get(KEY_VARIABLE)))]
         extra = {"exchanges": "; ".join(notes)}

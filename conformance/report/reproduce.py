@@ -36,12 +36,16 @@ def command_line(argv: Iterable[str], *, key_option: str | None = None) -> str:
 
 
 def replay_line(capture: str, target: str, *, model_map: dict[str, str] | None = None, salt: str | None = None,
-                deadlines: tuple[float, float, float] | None = None, with_key: bool = False) -> str:
-    """`conformance replay CAPTURE --target URL ...`: `model_map` captured -> sent model,
-    `deadlines` (connect, first content, total) in seconds when they are not the defaults."""
+                deadlines: tuple[float, float, float] | None = None, with_key: bool = False,
+                expect: dict[str, str] | None = None) -> str:
+    """`conformance replay CAPTURE --target URL ...`: `model_map` captured -> sent model, `expect`
+    sent -> the model expected to answer (a router alias), `deadlines` (connect, first content,
+    total) in seconds when they are not the defaults."""
     argv = ["conformance", "replay", capture, "--target", target]
     for captured, sent in sorted((model_map or {}).items()):
         argv += ["--model-map", f"{captured}={sent}"]
+    for sent, served in sorted((expect or {}).items()):
+        argv += ["--expect-model", f"{sent}={served}"]
     if salt:
         argv += ["--salt", salt]
     if deadlines is not None:

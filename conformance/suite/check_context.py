@@ -176,6 +176,7 @@ class CheckContext:
             lines.append(replay_line(
                 str(self.capture_path), target, model_map={m: s for m, s in sent.items() if s and s != m},
                 salt=settings.run_token if settings.salt else None, with_key=with_key,
+                expect={s: served for s in set(sent.values()) if s and (served := settings.served_model(s)) != s},
                 deadlines=None if deadlines == Deadlines() else (deadlines.connect, deadlines.first_content,
                                                                  deadlines.total)))
         node = f"{Path(str(self.item.path)).resolve()}::{self.item.name}"

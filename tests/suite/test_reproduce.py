@@ -33,13 +33,15 @@ SMALL_CC = HERE / "small" / "claude-code" / "2.1.197" / "tool-loop-small.json"
 REPO = HERE.parents[1]
 REPLAY = str(SUITE_DIR / "test_replay.py")
 SECRET = "sk-router-SECRET-must-not-be-written-7"
-SERVED = "served-model"
+SERVED = "served-model"  # the router's alias ...
+BACKEND = "backend-model"  # ... for the deployment it sends to (the engine answers with this name)
 FAULT_CHECK = "anthropic.stream.stop_sequence_present"
 
 
 def _router(engine_url: str, *, key: str | None, crash: bool = False) -> web.Application:
-    """A router in front of the engine: a key (x-api-key or Bearer), one served model name
-    (others get LiteLLM's 400 "Invalid model name"); `crash`: 500 on every request, nothing forwarded."""
+    """A router in front of the engine: a key (x-api-key or Bearer), one served model name, an
+    alias it rewrites to BACKEND on the way (others get LiteLLM's 400 "Invalid model name");
+    `crash`: 500 on every request, nothing forwarded."""
 
     async def models(request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": SERVED, "object": "model"}]})
@@ -52,11 +54,13 @@ def _router(engine_url: str, *, key: str | None, crash: bool = False) -> web.App
         if key is not None and given != key:
             return web.json_response({"type": "error", "error": {"type": "authentication_error",
                                                                   "message": "No connected db."}}, status=401)
-        if json.loads(data).get("model") != SERVED:
+        body = json.loads(data)
+        if body.get("model") != SERVED:
             return web.json_response({"type": "error", "error": {"type": "invalid_request_error",
                                                                   "message": "Invalid model name"}}, status=400)
+        forwarded = json.dumps({**body, "model": BACKEND}).encode()
         async with aiohttp.ClientSession() as session, session.post(
-                engine_url + request.path_qs, data=data, headers={"content-type": "application/json"}) as up:
+                engine_url + request.path_qs, data=forwarded, headers={"content-type": "application/json"}) as up:
             out = web.StreamResponse(status=up.status, headers={"content-type": up.headers.get("content-type", "")})
             await out.prepare(request)
             async for chunk in up.content.iter_any():
@@ -89,9 +93,9 @@ def test_the_printed_replay_line_reproduces_the_check_id(pytester, suite, tmp_pa
     with serve_engine_in_thread(faults=["stop-sequence-missing"], model=SERVED) as engine, \
             serve_app_in_thread(_router(engine, key=SECRET)) as router:
         run = suite(pytester, router, REPLAY, f"--conformance-api-key={SECRET}", "--conformance-deadline-total=90",
-                    captures=SMALL_CC)
+                    f"--conformance-model-map={SERVED}={BACKEND}", captures=SMALL_CC)
         assert run.outcome.ret == 1
-        assert FAULT_CHECK in run.failed_checks, run.failed_checks
+        assert FAULT_CHECK in run.failed_checks and "identity.model_matches" not in run.failed_checks, run.failed_checks
         folder = _folder(run)
         lines = (folder / "reproduce.txt").read_text(encoding="utf-8").splitlines()
         replay_line = next(x for x in lines if x.startswith("conformance replay "))
@@ -99,12 +103,13 @@ def test_the_printed_replay_line_reproduces_the_check_id(pytester, suite, tmp_pa
         for line in lines:
             assert SECRET not in line
         assert '--api-key "$CONFORMANCE_API_KEY"' in replay_line and "--model-map" in replay_line
-        assert "--deadline-total 90" in replay_line
+        assert "--deadline-total 90" in replay_line and f"--expect-model {SERVED}={BACKEND}" in replay_line
         assert '--conformance-api-key="$CONFORMANCE_API_KEY"' in pytest_line
         assert "--conformance-deadline-total=90" in pytest_line and f"--target={router}" in pytest_line
 
         again = _sh(replay_line, tmp_path, CONFORMANCE_API_KEY=SECRET)
         assert again.returncode == 1 and FAULT_CHECK in again.stdout, again.stdout[-3000:] + again.stderr[-2000:]
+        assert "identity.model_matches" not in again.stdout  # the alias is expected, as in the suite
         keyless = _sh(replay_line, tmp_path)
         assert keyless.returncode == 1 and FAULT_CHECK not in keyless.stdout  # the key is what it needs
 
