@@ -263,8 +263,8 @@ def attribute(
     engine path as it was. `extra_judge(raw, body, wire)` adds violations for checks that live
     outside check_exchange (it is applied to the engine replay; the caller already applied it to
     the target). `sent_sha256`: the hash of the bytes the client sent (`hop.body_sha256`),
-    matched against a received log that carries hashes. `judge(raw, body, wire)`: judges the engine's answer instead of check_exchange,
-    for an exchange that is not meant to succeed (a deliberately invalid request:
+    matched against a received log that carries hashes. `judge(raw, body, wire)`: judges the
+    engine's answer instead of check_exchange, for an exchange that is not meant to succeed (a deliberately invalid request:
     `checks.error_answer`); the target's violations must then come from the same judge.
     """
     wire = dialect(wire)
@@ -284,20 +284,14 @@ def attribute(
             att.reached_engine, entry = reached_engine(received_log(engine_url), request, since, wire=wire,
                                                        sent_sha256=sent_sha256, any_path=True)
             if att.reached_engine is False:
-                att.layer, att.replayed, att.engine_request = "router", "", None
-                att.explanation = (f"{NOT_FORWARDED}: no request carrying this one reached the engine at {engine_url}")
-                att.engine_path = ""
-                return att
+                return _not_forwarded(att)
             if entry is not None:
                 path, body, att.replayed = str(entry["path"]).split("?", 1)[0], entry["body"], "forwarded"
     else:  # matched by content, never by recency: an unrelated logged request never stands in
         att.reached_engine, entry = reached_engine(received_log(engine_url), request, since, wire=wire,
                                                    sent_sha256=sent_sha256)
         if att.reached_engine is False:
-            att.layer = "router"
-            att.explanation = (f"{NOT_FORWARDED}: no request carrying this one reached the engine at {engine_url} "
-                               "(if the router uses another engine, point --conformance-engine-url at that one)")
-            return att
+            return _not_forwarded(att)
         if entry is not None and translatable:  # any other request reached the engine as it was sent: replay that
             path, body, att.replayed = str(entry["path"]).split("?", 1)[0], entry["body"], "forwarded"
     if body is None and translatable and serves_route(engine_url, wire):
@@ -335,6 +329,14 @@ def attribute(
     if att.replayed == "forwarded" and refused and att.layer in ("engine", "both"):
         _retry_own_form(att, request, wire, raw, verdict.error_text, engine_url=engine_url, translatable=translatable,
                         expect_model=expect_model, deadlines=deadlines, api_key=api_key)
+    return att
+
+
+def _not_forwarded(att: Attribution) -> Attribution:
+    """Nothing carrying the request reached the engine: the router's, and nothing to replay."""
+    att.layer, att.replayed, att.engine_path, att.engine_request = "router", "", "", None
+    att.explanation = (f"{NOT_FORWARDED}: no request carrying this one reached the engine at {att.engine_url} "
+                       "(if the router uses another engine, point --conformance-engine-url at that one)")
     return att
 
 
