@@ -103,7 +103,7 @@ class CheckContext:
         wire `api` names (a user's name is converted here, once)."""
         wire = dialect(api)
         if self.settings.engine_url and not self._since:  # what reaches the engine from here on is this test's
-            self._log_since = log_total(self.settings.engine_url)
+            self._log_since = self._engine_log_total(self.settings.engine_url)
         data = body if body is not None else (request if isinstance(request, bytes) else serialize(request))
         raw = self.session.send(wire, path, data, captured_headers=captured_headers, query=query,
                                 deadlines=self.settings.deadlines, label=f"{self.key} {note}".strip())
@@ -111,6 +111,16 @@ class CheckContext:
         self.exchanges.append(sent)
         self._since[id(sent)] = self._log_since  # an exchange reused from another test has no window
         return sent
+
+    def _engine_log_total(self, engine_url: str) -> int | None:
+        """The engine's received-log total; an engine without the log is asked once per run."""
+        absent = ("no received log", engine_url)
+        if self.session.cache.get(absent):
+            return None
+        total = log_total(engine_url)
+        if total is None:
+            self.session.cache[absent] = True
+        return total
 
     def judge(self, sent: Sent, *, expect_model: str | None = None, turn: int | None = None) -> ExchangeVerdict:
         verdict = check_exchange(sent.raw, sent.request, wire=sent.wire, expect_model=expect_model, turn=turn)
