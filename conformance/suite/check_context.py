@@ -13,7 +13,13 @@ Rules:
   it each exchange with the verdict it already has (its own `judge`; an exchange a test judged
   by itself is judged here, a deliberately invalid one by the error-answer rule) and applies the
   answer: the `layer:` line of the failure text, `layer` and `details["attribution"]` on the
-  failed records, both sides' evidence in the failure folder (attribution-N.json / .txt).
+  failed records, both sides' evidence in the failure folder (attribution-N.json / .txt). The
+  engine's received-log total is read before the test's first send, and each exchange carries the
+  hash of the bytes it sent: attribution matches it only to what reached the engine since, by
+  content (`conformance.layers.hop.reached_engine`).
+- The reproduce lines (`conformance.report.reproduce`) carry what shaped the requests: the models
+  sent for the captured ones, the expected models, the salt, the deadlines, the run's options; the
+  key only as `"$CONFORMANCE_API_KEY"`.
 - The stable test key (`test_replay.py::test_replay[claude-code/2.1.197/default]`) names results
   and baseline entries; it does not depend on where the suite is installed.
 """
