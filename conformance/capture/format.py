@@ -174,10 +174,9 @@ def capture_to_json(c: Capture) -> dict[str, Any]:
 
 def capture_from_json(d: Any, *, source: str = "<memory>") -> Capture:
     if not isinstance(d, dict) or d.get("format") != FORMAT:
-        found = d.get("format") if isinstance(d, dict) else type(d).__name__
         raise CaptureFormatError(
-            f"{source}: not a capture file (format {found!r}, expected {FORMAT!r}); "
-            "captures are written by `conformance capture`"
+            f"{source}: not a capture file: {_what_it_is(d)}, while a capture is a JSON object with "
+            f'"format": "{FORMAT}"; captures are written by `conformance capture` (or pass a folder of them, e.g. captured/)'
         )
     if d.get("version") != VERSION:
         raise CaptureFormatError(
@@ -230,9 +229,22 @@ def _truncated(value: Any, source: str) -> dict[str, int] | None:
     return {"kept": value["kept"], "of": value["of"]}
 
 
+def _what_it_is(d: Any) -> str:
+    """A JSON document that is not a capture, in words (never Python's `None`)."""
+    if not isinstance(d, dict):
+        return f"it holds a JSON {_JSON_TYPES.get(type(d), type(d).__name__)}"
+    if "format" not in d:
+        return f"it is a JSON object without a \"format\" field (keys: {', '.join(sorted(map(str, d))[:6]) or 'none'})"
+    return f"its \"format\" is {json.dumps(d['format'])[:80]}"
+
+
+_JSON_TYPES = {list: "array", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
+
+
 def load_capture(path: Path | str) -> Capture:
     path = Path(path)
-    data = read_json(path, CaptureFormatError, missing="{path}: no such capture file", not_json="{path}: not JSON ({why})")
+    data = read_json(path, CaptureFormatError, missing="{path}: no such capture file",
+                     not_json="{path}: not JSON ({why}); a capture file is the JSON document `conformance capture` writes")
     cap = capture_from_json(data, source=str(path))
     cap.path = path
     return cap

@@ -8,17 +8,20 @@ Rules:
   it (tool_choice, stream_options.include_usage), so does the Responses cap rule (max_output_tokens).
 - `--protocol responses` judges an OpenAI Responses API body (POST /v1/responses, what Codex CLI
   speaks): its event stream, a Response object, or its error envelope.
-- Exit 0: no error (warnings and notes allowed); 1: errors found; 2: bad usage or an unreadable
-  file, with a message that says what, why and how to fix.
+- Exit 0: no error (warnings and notes allowed); 1: errors found; 2: bad usage, an unreadable
+  file or a capture file (`conformance replay` judges those), with one line that says what, why
+  and how to fix. An empty or garbled body is a target's answer and gets a verdict.
 - Output is the one formatter (`format_violation`) or, with --json, the violations as data.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 
+from conformance.capture.format import FORMAT
 from conformance.core.bounded_json import parse as parse_json
 from conformance.report.text import format_violation
 from conformance.wire.registry import DIALECTS, dialect
@@ -45,6 +48,17 @@ def _fail(msg: str) -> int:
     return 2
 
 
+def _is_capture(body: bytes) -> bool:
+    """A capture file passed where response bytes belong (a mistake, not a target's answer)."""
+    if b'"conformance.capture"' not in body[:4096]:
+        return False
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(doc, dict) and doc.get("format") == FORMAT
+
+
 def run(args) -> int:
     try:
         body = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
@@ -56,11 +70,17 @@ def run(args) -> int:
         try:
             request = parse_json(Path(args.request).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            return _fail(f"cannot use --request {args.request}: {exc}. It must be the JSON request body.")
+            return _fail(f"cannot use --request {args.request}: {exc}. It must be the request body as JSON (what the "
+                         "client sent; a capture's exchanges[N].request.body, written by `conformance capture`).")
         if not isinstance(request, dict):
             return _fail(f"--request {args.request} is not a JSON object; pass the request body.")
     if not 100 <= args.status <= 599:
         return _fail(f"--status {args.status} is not an HTTP status code (100-599).")
+
+    if _is_capture(body):
+        return _fail(f"{args.file} is a capture file (written by `conformance capture`), not response bytes: judge it "
+                     f"with `conformance replay {shlex.quote(args.file)} --target URL`, or pass the saved body of one "
+                     "response.")
 
     wire = dialect(args.protocol)
 

@@ -9,6 +9,10 @@ Rules:
   `--model-map` and `--salt` change the body (then it is re-serialised the same compact way) and
   say so in the output. Sending, headers and URL joining are the suite's one sender
   (`conformance.net.target.Target`), so a replay sends what the suite sends.
+- The deadlines are the suite's defaults, scaled by `--deadline-scale`, or set one by one in
+  seconds (`--deadline-connect`, `--deadline-first-content`, `--deadline-total`: what the suite's
+  reproduce lines carry). A failure's reproduce line is built by `conformance.report.reproduce`
+  (every value quoted; the key read from $CONFORMANCE_API_KEY, never printed).
 - Each response is judged by `conformance.checks.exchange.check_exchange`, the same function the
   suite uses, and printed through `conformance.report.text.format_failure`.
 - Captures are read by the one corpus scan (`conformance.capture.corpus.load_captures`).
@@ -30,6 +34,7 @@ from conformance.commands.argtypes import http_url, positive_number
 from conformance.core.failures import errors
 from conformance.net.target import Target
 from conformance.net.transport import Deadlines
+from conformance.report.reproduce import KEY_VARIABLE, replay_line
 from conformance.report.text import format_failure, format_violation
 from conformance.suite.replay import check, replay
 
@@ -46,6 +51,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--target", required=True, type=http_url, metavar="URL", help="base URL of the router or engine")
     parser.add_argument("--model-map", action="append", default=[], metavar="A=B",
                         help="send model B where the capture has A (repeatable; '*=B' maps every model)")
+    parser.add_argument("--expect-model", action="append", default=[], metavar="SENT=SERVED",
+                        help="the model expected to answer when SENT is sent (a router alias; the suite's "
+                             "--conformance-model-map); repeatable")
     parser.add_argument("--salt", nargs="?", const="random", default=None, metavar="TEXT",
                         help="prefix the system prompt with a salt (random unless TEXT) to defeat prefix caches")
     parser.add_argument("--api-key", default=None, metavar="KEY",
@@ -53,14 +61,18 @@ def add_arguments(parser) -> None:
     parser.add_argument("--deadline-scale", type=positive_number, default=1.0, metavar="F",
                         help="multiply the first-content and total deadlines (slow CPU engines)")
     parser.add_argument("--only", default=None, metavar="TEXT", help="only captures whose id contains TEXT")
+    # The suite's own deadlines, as its reproduce lines carry them (seconds; they override --deadline-scale).
+    for name, what in (("connect", "connect"), ("first-content", "first content"), ("total", "whole exchange")):
+        parser.add_argument(f"--deadline-{name}", type=float, default=None, metavar="SECONDS",
+                            help=f"the {what} deadline in seconds (as the suite's reproduce lines set it)")
 
 
-def parse_model_map(items: list[str]) -> dict[str, str]:
+def parse_model_map(items: list[str], *, option: str = "--model-map") -> dict[str, str]:
     out: dict[str, str] = {}
     for item in items:
         src, sep, dst = item.partition("=")
         if not sep or not src or not dst:
-            raise ValueError(f"--model-map {item!r}: expected FROM=TO, e.g. claude-opus-4-8=my-model")
+            raise ValueError(f"{option} {item!r}: expected FROM=TO, e.g. claude-opus-4-8=my-model")
         out[src] = dst
     return out
 
@@ -72,7 +84,7 @@ def map_model(model: str | None, model_map: dict[str, str]) -> str | None:
 
 
 def replay_capture(capture, *, target: str, model_map: dict[str, str], salt: str | None, api_key: str,
-                   deadlines) -> tuple[list, list[str], bool]:
+                   deadlines, expect: dict[str, str] | None = None) -> tuple[list, list[str], bool]:
     """Replay one capture. Returns (violations, notes, reached) — reached is False when no
     request could connect at all."""
     sender = Target(target, api_key, deadlines)
@@ -82,7 +94,10 @@ def replay_capture(capture, *, target: str, model_map: dict[str, str], salt: str
         return sender.send_sync(step.wire, req.path, step.data, method=req.method, query=req.query,
                                 captured_headers=req.headers)
 
-    replayed = replay(capture, send, lambda step, raw: check(step, raw, expect_model=step.request.get("model"),
+    def expected(sent: str | None) -> str | None:
+        return (expect or {}).get(sent, sent) if sent is not None else None
+
+    replayed = replay(capture, send, lambda step, raw: check(step, raw, expect_model=expected(step.request.get("model")),
                                                              turn=step.turn),
                       model=lambda captured: map_model(captured, model_map), salt=salt)
     violations = []
@@ -100,6 +115,7 @@ def replay_capture(capture, *, target: str, model_map: dict[str, str], salt: str
 def run(args) -> int:
     try:
         model_map = parse_model_map(args.model_map)
+        expect = parse_model_map(args.expect_model, option="--expect-model")
     except ValueError as exc:
         print(f"conformance replay: {exc}", file=sys.stderr)
         return 2
@@ -119,23 +135,31 @@ def run(args) -> int:
         print(f"conformance replay: no capture with a model request under {args.path}", file=sys.stderr)
         return 2
     salt = secrets.token_hex(6) if args.salt == "random" else args.salt
-    api_key = args.api_key or os.environ.get("CONFORMANCE_API_KEY") or "sk-conformance-placeholder"
+    api_key = args.api_key or os.environ.get(KEY_VARIABLE) or "sk-conformance-placeholder"
     base = Deadlines()
     deadlines = base.scaled(args.deadline_scale) if args.deadline_scale != 1.0 else base
+    given = (args.deadline_connect, args.deadline_first_content, args.deadline_total)
+    if any(s is not None and not s > 0 for s in given):
+        print("conformance replay: a --deadline-* value must be a positive number of seconds", file=sys.stderr)
+        return 2
+    if any(s is not None for s in given):
+        deadlines = Deadlines(*(s if s is not None else d for s, d in
+                                zip(given, (deadlines.connect, deadlines.first_content, deadlines.total), strict=True)))
 
     failed = 0
     reached_any = False  # once one request connected, later connect errors are verdicts
     for cap in captures:
-        violations, notes, reached = replay_capture(cap, target=args.target, model_map=model_map, salt=salt,
+        violations, notes, reached = replay_capture(cap, target=args.target, model_map=model_map, salt=salt, expect=expect,
                                                     api_key=api_key, deadlines=deadlines)
         if not reached and not reached_any:
             print(f"conformance replay: cannot connect to {args.target}: is the router or engine running? "
                   "(nothing was judged)", file=sys.stderr)
             return 2
         reached_any = True
-        reproduce = [f"conformance replay {cap.path} --target {args.target}"
-                     + "".join(f" --model-map {a}={b}" for a, b in model_map.items())
-                     + (f" --salt {salt}" if salt else "")]
+        changed = deadlines != base
+        reproduce = [replay_line(str(cap.path), args.target, model_map=model_map, salt=salt, expect=expect,
+                                 deadlines=(deadlines.connect, deadlines.first_content, deadlines.total) if changed
+                                 else None, with_key=bool(args.api_key or os.environ.get(KEY_VARIABLE)))]
         extra = {"exchanges": "; ".join(notes)}
         if errors(violations):
             failed += 1

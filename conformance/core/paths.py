@@ -24,7 +24,7 @@ def data_root(name: str) -> Path:
         return checkout
     raise FileNotFoundError(
         f"bundled data folder {name!r} not found (looked in {installed} and {checkout}); "
-        "the installation is incomplete: reinstall with `pip install conformance` or from a checkout"
+        "the installation is incomplete: reinstall with `pip install agent-loop-conformance` or from a checkout"
     )
 
 

@@ -12,7 +12,8 @@ Rules:
   status codes; OpenAI routes follow vLLM's `{"error":{"message","type","param","code"}}`.
 - `GET /metrics` only with `EngineConfig.metrics` (vLLM's prefix-cache counters, metrics.py).
 - `GET /_conformance/received[?n=K][&path=PREFIX]` returns the last RECEIVED_KEEP requests
-  (method, path with query, headers with secrets redacted, JSON body); `DELETE` clears it.
+  (method, path with query, headers with secrets redacted, JSON body, and `sha256`: the hash of
+  the body bytes read, which the suite matches to what it sent); `DELETE` clears it.
 - `crash-under-concurrency`: past CRASH_CONCURRENCY_LIMIT generation requests in flight the
   process exits (os._exit) when `exit_on_crash` (the CLI); in-thread it aborts every in-flight
   connection and drops every later connection on every route, since exiting would kill the host
@@ -27,6 +28,7 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import sys
@@ -104,7 +106,27 @@ async def record_middleware(request: web.Request, handler):
         state.received_total += 1
         state.received.append(entry)
         request[ENTRY] = entry
-    return await handler(request)
+    try:
+        return await handler(request)
+    finally:
+        await _record_unread_body(request)
+
+
+async def _record_unread_body(request: web.Request) -> None:
+    """A body no route read (an unknown path, a wrong method) is logged too: what a router sent
+    where the engine serves nothing is the evidence that it sent it there."""
+    entry = request.get(ENTRY)
+    if entry is None or entry["body"] is not None or not request.body_exists:
+        return
+    try:
+        raw = await request.read()
+    except (web.HTTPException, ConnectionError):
+        return
+    entry["sha256"] = hashlib.sha256(raw).hexdigest()
+    try:
+        entry["body"] = json.loads(raw)
+    except ValueError:
+        entry["body"] = raw[:65536].decode("utf-8", "replace")
 
 
 @web.middleware

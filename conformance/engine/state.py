@@ -12,6 +12,7 @@ Rules:
 from __future__ import annotations
 
 import collections
+import hashlib
 import json
 from dataclasses import dataclass, field
 
@@ -95,6 +96,8 @@ async def read_json(request: web.Request) -> dict:
                              status=413, kind="request_too_large") from e
     ctype = request.headers.get("Content-Type", "")
     entry = request.get(ENTRY)
+    if entry is not None:  # the received log's correlation key: the exact bytes read
+        entry["sha256"] = hashlib.sha256(raw).hexdigest()
     mime = ctype.split(";")[0].strip().lower()
     if mime and mime != "application/json" and not mime.endswith("+json"):
         if entry is not None:

@@ -7,6 +7,12 @@ Rules:
   caller passes for checks that live outside it, e.g. stream incrementality), then the two
   verdicts are compared. The target's verdict is the caller's: attribution judges only the
   engine's answers.
+- First: did the request reach the engine at all? With a received log, the exchange is matched
+  to what the engine received by its content (`conformance.layers.hop.reached_engine`: the body
+  hash, else the client's own text), never by recency. When the log was read and nothing in it
+  carries the request, the router answered without forwarding: the layer is `router`, said in
+  those words, and nothing is replayed (no engine verdict is printed, and no unrelated logged
+  request ever stands in for the client's).
 - What is replayed, in order of faithfulness:
   1. `forwarded` (a request the router translates): the body the router actually sent for this
      exchange, from the engine's (or a recorder's) received log, on the same path — the engine's
@@ -17,8 +23,12 @@ Rules:
      `/v1/chat/completions` (documented there), for a request the minimal translation takes
      (`minimal.translates`); any other request is replayed as it was on its own wire's endpoint
      (`<wire>-direct`: a Responses request on /v1/responses, a chat request on chat).
-  A request on a non-generation path (count_tokens) is replayed on the same path (`same-path`),
-  judged by that path's wire (the client's own wire for a path of no known wire).
+  A request on a non-generation path (count_tokens) is replayed as the router forwarded it, when
+  the test's window of the received log shows where (`forwarded`, on any path: LiteLLM sends
+  count_tokens to an upstream's /v1/responses/input_tokens); else on the same path (`same-path`),
+  judged by that path's wire (the client's own wire for a path of no known wire). An engine that
+  answers 404/405/501 on the path the router forwarded to does not serve it: the status the target
+  relayed originated there (`engine`).
 - Verdict (`layer`):
   * `router` — the engine passes: the router introduced the failure;
   * `engine` — the engine fails with every symptom the target shows (it originated there);
@@ -50,7 +60,7 @@ from conformance.checks.error_answer import check_error_answer
 from conformance.checks.exchange import check_exchange
 from conformance.core.failures import Violation
 from conformance.layers import minimal
-from conformance.layers.hop import REPLAY_DEADLINES, find_forwarded, received_log, replay
+from conformance.layers.hop import REPLAY_DEADLINES, reached_engine, received_log, replay
 from conformance.net.target import Target
 from conformance.net.transport import Deadlines, RawExchange
 from conformance.report.text import format_violation
@@ -58,6 +68,7 @@ from conformance.wire.dialect import Dialect
 from conformance.wire.registry import DIALECTS, dialect, dialect_for_path, is_generation_path
 
 LAYERS = ("router", "engine", "both", "unknown")
+NOT_FORWARDED = "the router answered without forwarding"
 ROUTE_PROBE_DEADLINES = Deadlines(connect=5, first_content=5, total=5)
 
 # Same failure on the two wires (and the suite-level rule that restates it) -> one symptom.
@@ -133,6 +144,7 @@ class Attribution:
     engine_status: int | None = None
     engine_error: str | None = None
     engine_excerpt: str = ""
+    reached_engine: bool | None = None  # did a request carrying this one reach the engine? (None: unknown)
 
     @property
     def target_symptoms(self) -> list[str]:
@@ -157,6 +169,9 @@ class Attribution:
     def evidence(self) -> str:
         lines = [self.summary(), "", "through the router:"]
         lines += [format_violation(v, with_cause=False) for v in self.target_violations if v.is_error] or ["  (no errors)"]
+        if self.reached_engine is False:
+            return "\n".join(lines + ["", f"the engine ({self.engine_url}): nothing carrying this request reached it; "
+                                       "not replayed (there is no engine verdict to compare)"])
         lines += ["", f"directly against the engine ({self.replayed or 'not replayed'} {self.engine_path}):"]
         if self.engine_error:
             lines.append(f"  transport: {self.engine_error}")
@@ -170,6 +185,7 @@ class Attribution:
             "layer": self.layer,
             "explanation": self.explanation,
             "replayed": self.replayed,
+            "reached_engine": self.reached_engine,
             "engine_path": self.engine_path,
             "engine_status": self.engine_status,
             "target_symptoms": self.target_symptoms,
@@ -235,6 +251,7 @@ def attribute(
     api_key: str = "sk-conformance",
     client_path: str | None = None,
     judge: Judge | None = None,
+    sent_sha256: str | None = None,
 ) -> Attribution:
     """Replay `request` (sent on `wire`) against the engine and say which layer broke (see the
     module rules).
@@ -245,8 +262,9 @@ def attribute(
     the wire's generation path); a non-generation path (count_tokens) is replayed on the same
     engine path as it was. `extra_judge(raw, body, wire)` adds violations for checks that live
     outside check_exchange (it is applied to the engine replay; the caller already applied it to
-    the target). `judge(raw, body, wire)`: judges the engine's answer instead of check_exchange,
-    for an exchange that is not meant to succeed (a deliberately invalid request:
+    the target). `sent_sha256`: the hash of the bytes the client sent (`hop.body_sha256`),
+    matched against a received log that carries hashes. `judge(raw, body, wire)`: judges the
+    engine's answer instead of check_exchange, for an exchange that is not meant to succeed (a deliberately invalid request:
     `checks.error_answer`); the target's violations must then come from the same judge.
     """
     wire = dialect(wire)
@@ -262,10 +280,19 @@ def attribute(
     path, body = "", None
     if not is_generation_path(client_path):
         path, body, att.replayed = client_path, dict(request), "same-path"
-    if body is None and translatable:  # any other request reached the engine as it was sent: replay that
-        log = received_log(engine_url)
-        entry = find_forwarded(log["requests"], request, since, wire=wire) if log else None
-        if entry is not None:
+        if since is not None:  # where did the router send it? only this test's window can tell
+            att.reached_engine, entry = reached_engine(received_log(engine_url), request, since, wire=wire,
+                                                       sent_sha256=sent_sha256, any_path=True)
+            if att.reached_engine is False:
+                return _not_forwarded(att)
+            if entry is not None:
+                path, body, att.replayed = str(entry["path"]).split("?", 1)[0], entry["body"], "forwarded"
+    else:  # matched by content, never by recency: an unrelated logged request never stands in
+        att.reached_engine, entry = reached_engine(received_log(engine_url), request, since, wire=wire,
+                                                   sent_sha256=sent_sha256)
+        if att.reached_engine is False:
+            return _not_forwarded(att)
+        if entry is not None and translatable:  # any other request reached the engine as it was sent: replay that
             path, body, att.replayed = str(entry["path"]).split("?", 1)[0], entry["body"], "forwarded"
     if body is None and translatable and serves_route(engine_url, wire):
         path, body, att.replayed = wire.generation_path, dict(request), f"{wire}-direct"
@@ -296,11 +323,35 @@ def attribute(
         engine_violations += extra_judge(raw, body, replay_wire)
     att.engine_violations = engine_violations
     att.layer, att.explanation = decide(target, engine_violations, engine_answered=raw.status is not None, cross_dialect=cross)
+    if _unserved_where_forwarded(att, raw, client_path, target):
+        return att
     refused = any(v.check_id == suite_checks.REQUEST_ACCEPTED for v in engine_violations)
     if att.replayed == "forwarded" and refused and att.layer in ("engine", "both"):
         _retry_own_form(att, request, wire, raw, verdict.error_text, engine_url=engine_url, translatable=translatable,
                         expect_model=expect_model, deadlines=deadlines, api_key=api_key)
     return att
+
+
+def _not_forwarded(att: Attribution) -> Attribution:
+    """Nothing carrying the request reached the engine: the router's, and nothing to replay."""
+    att.layer, att.replayed, att.engine_path, att.engine_request = "router", "", "", None
+    att.explanation = (f"{NOT_FORWARDED}: no request carrying this one reached the engine at {att.engine_url} "
+                       "(if the router uses another engine, point --conformance-engine-url at that one)")
+    return att
+
+
+def _unserved_where_forwarded(att: Attribution, raw: RawExchange, client_path: str, target: list[Violation]) -> bool:
+    """A non-generation request the router forwarded to another path, which the engine does not
+    serve (404/405/501 directly): the status the target shows originated in the engine."""
+    if att.replayed != "forwarded" or is_generation_path(client_path) or att.engine_path == client_path:
+        return False
+    if raw.status not in (404, 405, 501) or not any(v.is_error and f"HTTP {raw.status}" in str(v.seen or "")
+                                                    for v in target):
+        return False
+    att.layer = "engine"
+    att.explanation = (f"originated in the engine: the router sends {client_path} to the engine's {att.engine_path}, "
+                       f"which the engine does not serve (HTTP {raw.status} directly)")
+    return True
 
 
 def _retry_own_form(att: Attribution, request: dict, wire: Dialect, refused: RawExchange, refusal: str, *,
@@ -342,6 +393,8 @@ class JudgedExchange:
     violations: tuple[Violation, ...]  # the target's verdict on it
     expect_model: str | None = None
     refusal: bool = False  # a deliberately invalid request: the engine is judged by the error-answer rule
+    sent_sha256: str = ""  # the hash of the bytes sent (matched against the engine's received log)
+    since: int | None = None  # the received log's total before the test sent anything
 
 
 @dataclass(frozen=True)
@@ -380,12 +433,13 @@ def attribute_exchanges(exchanges: Iterable[JudgedExchange], test_errors: list[V
         if not any(v.is_error for v in ex.violations):
             continue
         out.append(attribute(ex.request, list(ex.violations), engine_url, wire=ex.wire, expect_model=ex.expect_model,
-                             client_path=ex.path, deadlines=deadlines,
+                             client_path=ex.path, deadlines=deadlines, since=ex.since, sent_sha256=ex.sent_sha256,
                              judge=_engine_refusal_judge if ex.refusal else None))
     if not out and exchanges:
         last = exchanges[-1]
         out.append(attribute(last.request, test_errors, engine_url, wire=last.wire, expect_model=last.expect_model,
-                             client_path=last.path, deadlines=deadlines))
+                             client_path=last.path, deadlines=deadlines, since=last.since,
+                             sent_sha256=last.sent_sha256))
     if not out:
         return None
     return LayerVerdict(combine([a.layer for a in out]), tuple(out))

@@ -15,8 +15,16 @@ Rules:
   `GET /_conformance/received` ({"requests": [{seq, method, path, headers, body}], "total"}), or
   any recorder in front of a real engine that serves the same endpoint (the capture proxy). The
   log is snapshotted (`total`) before the exchange, so only requests that arrived during it are
-  considered; among them the one carrying the client's last user-authored text is picked
-  (`Dialect.last_user_text`), preferring one that also carries its last entry (`tail_text`).
+  considered. A logged request is matched to the client's by its content, never by recency: the
+  one whose `sha256` (the reference engine logs the hash of the body bytes it read) is the hash of
+  the bytes the client sent (a router that forwards verbatim), else one carrying the client's last
+  user-authored text (`Dialect.last_user_text`), preferring one that also carries its last entry
+  (`tail_text`). A request with no user-authored text matches by its hash alone: with no content
+  to look for, any logged request would "match", and an unrelated one must never stand in for it.
+- `reached_engine` says whether a logged request carries the client's: yes (the entry), no (the
+  log was read and nothing in it carries this request: the router answered without forwarding)
+  or unknown (no log; a request with no text of its own, unless nothing at all arrived since the
+  test began; or a log that dropped older requests that may have carried it).
 - What the engine answered: the recorded answer when the recorder has one; otherwise the engine's
   answer to a direct replay of the very body it received (`exact=False`: the reference engine is
   deterministic, a sampled model is not, so exact-value comparisons — ids, text — are skipped).
@@ -28,6 +36,7 @@ Rules:
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,8 +67,20 @@ def received_log(engine_url: str, deadlines: Deadlines = FETCH_DEADLINES) -> dic
 
 
 def log_total(engine_url: str) -> int | None:
-    log = received_log(engine_url)
-    return None if log is None else int(log.get("total") or len(log["requests"]))
+    """How many requests the log has seen (`?n=0`: the total without the bodies, where the log
+    honours `n`)."""
+    data = get_json(engine_url, RECEIVED_PATH + "?n=0", deadlines=FETCH_DEADLINES)
+    if isinstance(data, list):
+        return len(data)
+    if not isinstance(data, dict) or not isinstance(data.get("requests"), list):
+        return None
+    total = data.get("total")
+    return int(total) if isinstance(total, int) else len(data["requests"])
+
+
+def body_sha256(data: bytes) -> str:
+    """The hash a received log carries for a body (`sha256` of the bytes read, hex)."""
+    return hashlib.sha256(data).hexdigest()
 
 
 def _entry_text(body: Any) -> str:
@@ -72,30 +93,69 @@ def _json_probe(text: str) -> str:
 
 
 def find_forwarded(entries: list[dict], client_request: dict, since: int | None = None, *,
-                   wire: Dialect) -> dict | None:
-    """The received entry that carries this client request (sent on `wire`): the latest one
+                   wire: Dialect, sent_sha256: str | None = None, any_path: bool = False) -> dict | None:
+    """The received entry that carries this client request (sent on `wire`; `sent_sha256`: the
+    hash of the bytes sent, `body_sha256`): the one with the same body hash, else the latest one
     holding the client's last user-authored text, preferring one that also holds its last entry
-    (the same turn)."""
+    (the same turn). None when nothing carries it, or when the request has no text to look for
+    and no entry has its hash. `any_path`: a request the router may forward to another
+    non-generation path (count_tokens to an upstream's token counter), not only generation paths."""
+    if sent_sha256:
+        for entry in _candidates(entries, None, since, any_path=any_path):
+            if entry.get("sha256") == sent_sha256:
+                return entry
+    probe = _json_probe(wire.last_user_text(client_request).strip())
+    if not probe:  # nothing to correlate by: any entry would "match"
+        return None
     tail_probe = _json_probe(wire.tail_text(client_request))[:200]
     fallback = None
-    for entry in _candidates(entries, _json_probe(wire.last_user_text(client_request).strip()), since):
+    for entry in _candidates(entries, probe, since, any_path=any_path):
         if not tail_probe or tail_probe in _entry_text(entry["body"]):
             return entry
         fallback = fallback or entry
     return fallback
 
 
-def _candidates(entries: list[dict], probe: str, since: int | None):
+def correlatable(client_request: dict, *, wire: Dialect) -> bool:
+    """Can the absence of this request from a log be told? Only by its own text: a router that
+    translates changes the bytes, so a missing hash proves nothing."""
+    return bool(wire.last_user_text(client_request).strip())
+
+
+def reached_engine(log: dict | None, client_request: dict, since: int | None = None, *, wire: Dialect,
+                   sent_sha256: str | None = None, any_path: bool = False) -> tuple[bool | None, dict | None]:
+    """(True, entry) when a logged request carries the client's; (False, None) when the log was
+    read, the request can be correlated and nothing in the log carries it (the router answered
+    without forwarding); (None, None) when that cannot be told (no log, nothing to correlate by)."""
+    if log is None:
+        return None, None
+    entries = log["requests"]
+    entry = find_forwarded(entries, client_request, since, wire=wire, sent_sha256=sent_sha256, any_path=any_path)
+    if entry is not None:
+        return True, entry
+    total = log.get("total") if isinstance(log.get("total"), int) else len(entries)
+    if since is not None and total <= since:  # nothing at all arrived since the test began
+        return False, None
+    if not correlatable(client_request, wire=wire):
+        return None, None
+    # The log keeps its last N requests: what it dropped may have carried this one.
+    oldest = min((int(e.get("seq", 0)) for e in entries), default=total)
+    if oldest > (since if since is not None else 0):
+        return None, None
+    return False, None
+
+
+def _candidates(entries: list[dict], probe: str | None, since: int | None, *, any_path: bool = False):
     for entry in reversed(entries):
         if since is not None and int(entry.get("seq", since)) < since:
             continue
         if entry.get("method", "POST") != "POST":
             continue
-        if not is_generation_path(str(entry.get("path", ""))):
+        if not any_path and not is_generation_path(str(entry.get("path", ""))):
             continue
         if not isinstance(entry.get("body"), dict):
             continue
-        if not probe or probe[:200] in _entry_text(entry["body"]):
+        if probe is None or probe[:200] in _entry_text(entry["body"]):
             yield entry
 
 

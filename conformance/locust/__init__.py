@@ -1,4 +1,4 @@
-"""Load beyond one core and one machine on Locust (optional extra: `pip install 'conformance[locust]'`).
+"""Load beyond one core and one machine on Locust (optional extra: `pip install 'agent-loop-conformance[locust]'`).
 
 Rules:
 - `conformance.locust.users` holds the Locust `User` classes; `locustfile.py` beside it is what

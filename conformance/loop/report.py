@@ -20,6 +20,7 @@ from conformance.core.registry import checks_for
 from conformance.core.results import Result
 from conformance.loop.voices import ToolOutcome
 from conformance.net.transport import RawExchange
+from conformance.report.reproduce import command_line
 from conformance.report.text import ConformanceFailure
 from conformance.wire.dialect import Dialect
 
@@ -74,7 +75,8 @@ class LoopReport(HasViolations):
             self.title(), self.violations,
             extra={"template": self.template, "rng seed": str(self.rng_seed), "sandbox": self.sandbox_root,
                    "turns": self.turn_summary()},
-            reproduce=[f"pytest --target={self.target} -m loop -k '{self.scenario} and {self.wire.name}'"])
+            reproduce=[command_line(["pytest", f"--target={self.target}", "-m", "loop", "-k",
+                                     f"{self.scenario} and {self.wire.name}"])])
 
     def turn_summary(self) -> str:
         parts = []

@@ -6,8 +6,12 @@ Rules:
   `N.request.body`, the bytes sent), the raw response (`N.response.raw`) and its chunks with
   arrival times (`N.response.chunks.jsonl`: a status line, then one chunk record per line in the
   capture format's encoding, `conformance.capture.format.Chunk`), `curl.sh` (the key comes from
-  $CONFORMANCE_API_KEY, never from the file), `reproduce.txt` (the `conformance replay` / pytest command lines) and
-  `versions.json`.
+  $CONFORMANCE_API_KEY, never from the file; the script stops with a message saying so when a
+  request carries a key and the variable is unset), `reproduce.txt` (the `conformance replay` /
+  pytest command lines, built quoted by the caller) and `versions.json`.
+- A generated script is data-safe: every value written into curl.sh is quoted (`shlex.quote`)
+  and text from a capture or a target (an exchange's note, a URL) reaches a `#` comment only as
+  one escaped line (`script_comment`), so no byte of it can start a command.
 - What a folder records of a response is capped like what the transport reads
   (`conformance.net.transport.Limits.response_bytes`, or `max_response_bytes=`): past the cap the
   raw file and the chunk records stop, and the status line of `N.response.chunks.jsonl` says
@@ -33,6 +37,7 @@ import shlex
 import shutil
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from conformance.capture.format import Chunk
 from conformance.capture.redact import redact_credentials
@@ -106,17 +111,40 @@ def _remove_failure_folders(root: Path) -> None:
             folder.rmdir()
 
 
+KEY_VARIABLE = "CONFORMANCE_API_KEY"
+# Stops the script, before any request, when a request needs the key and the variable is unset.
+KEY_GUARD = (f': "${{{KEY_VARIABLE}:?set {KEY_VARIABLE} to the API key of the target first (this folder never holds it; '
+             'any value for a target without keys)}"')
+
+
+def script_comment(text: str) -> str:
+    """`text` as one `#` comment line: control characters, line and paragraph separators escaped
+    (a newline in a note must not end the comment and start a command)."""
+    return "# " + json.dumps(text, ensure_ascii=True)[1:-1]
+
+
+def wire_url(url: str) -> str:
+    """`url` as it goes on the wire: what may not appear in a URL (spaces, quotes, backticks,
+    control and non-ASCII characters) percent-encoded, what already is encoded left alone (curl
+    refuses a URL with a space)."""
+    return quote(url, safe="/:?&=%#+;,@!$'()*[]~")
+
+
+def carries_key(headers: dict[str, str]) -> bool:
+    return any(name.lower() in ("x-api-key", "authorization") for name in headers)
+
+
 def curl_command(method: str, url: str, headers: dict[str, str], body_file: str, *, stream: bool) -> str:
     parts = ["curl", "-sS"]
     if stream:
         parts.append("-N")
-    parts += ["-X", method, shlex.quote(url)]
+    parts += ["-X", shlex.quote(method), shlex.quote(wire_url(url))]
     for name, value in sorted(headers.items()):
         low = name.lower()
         if low == "x-api-key":
-            parts += ["-H", '"x-api-key: $CONFORMANCE_API_KEY"']
+            parts += ["-H", f'"x-api-key: ${KEY_VARIABLE}"']
         elif low == "authorization":
-            parts += ["-H", '"Authorization: Bearer $CONFORMANCE_API_KEY"']
+            parts += ["-H", f'"Authorization: Bearer ${KEY_VARIABLE}"']
         elif low in ("content-length", "host"):
             continue
         else:
@@ -181,8 +209,10 @@ def write_failure_folder(
             for t, data in chunks:
                 fh.write(json.dumps(Chunk(t, data).to_json(), ensure_ascii=False) + "\n")
         stream = isinstance(sent.request, dict) and sent.request.get("stream") is True
-        curls.append(f"# {n}: {sent.note or raw.url}")
+        curls.append(script_comment(f"{n}: {sent.note or raw.url}"))
         curls.append(curl_command(raw.method, raw.url, raw.request_headers, body_file, stream=stream))
+    if any(carries_key(sent.raw.request_headers) for sent in exchanges):
+        curls.insert(2, KEY_GUARD)
     (folder / "curl.sh").write_text(scrub_text("\n".join(curls) + "\n"), encoding="utf-8")
     (folder / "reproduce.txt").write_text(scrub_text("\n".join(reproduce) + "\n"), encoding="utf-8")
     (folder / "versions.json").write_text(scrub_text(json.dumps(versions, indent=1, sort_keys=True) + "\n"),

@@ -13,10 +13,16 @@ Rules:
   it each exchange with the verdict it already has (its own `judge`; an exchange a test judged
   by itself is judged here, a deliberately invalid one by the error-answer rule) and applies the
   answer: the `layer:` line of the failure text, `layer` and `details["attribution"]` on the
-  failed records, both sides' evidence in the failure folder (attribution-N.json / .txt).
+  failed records, both sides' evidence in the failure folder (attribution-N.json / .txt). The
+  engine's received-log total is read before the test's first send, and each exchange carries the
+  hash of the bytes it sent: attribution matches it only to what reached the engine since, by
+  content (`conformance.layers.hop.reached_engine`).
 - An exception that escapes a test (`record_exception`, from the plugin's report hook) is a
   recorded failure of `suite.judge.no_exception` with its failure folder, so a test that crashed
   is in the results, summary.md, report.html and junit like any other failure.
+- The reproduce lines (`conformance.report.reproduce`) carry what shaped the requests: the models
+  sent for the captured ones, the expected models, the salt, the deadlines, the run's options; the
+  key only as `"$CONFORMANCE_API_KEY"`.
 - The stable test key (`test_replay.py::test_replay[claude-code/2.1.197/default]`) names results
   and baseline entries; it does not depend on where the suite is installed.
 """
@@ -24,7 +30,6 @@ Rules:
 from __future__ import annotations
 
 import json
-import shlex
 import time
 import traceback
 from pathlib import Path
@@ -41,10 +46,13 @@ from conformance.core.results import Result
 from conformance.core.secrets import scrub_text
 from conformance.core.verdict import RANK
 from conformance.layers.attribution import JudgedExchange, LayerVerdict, attribute_exchanges
+from conformance.layers.hop import body_sha256, log_total
 from conformance.net.client import serialize
+from conformance.net.transport import Deadlines
 from conformance.report.artifacts import write_failure_folder
+from conformance.report.reproduce import command_line, pytest_line, replay_line
 from conformance.report.text import ConformanceFailure
-from conformance.suite.config import SuiteConfig
+from conformance.suite.config import SuiteConfig, raw_options
 from conformance.suite.session import Sent, SuiteSession
 from conformance.wire.dialect import Dialect
 from conformance.wire.registry import dialect
@@ -65,6 +73,7 @@ class CheckContext:
         self.case = ""
         self.capture = ""
         self.capture_path: Path | None = None
+        self.captured_models: list[str] = []  # the models the capture's requests name
         self.api = ""
         self.model = ""
         self.exchanges: list[Sent] = []
@@ -76,11 +85,15 @@ class CheckContext:
         self._recorded = 0  # how many of self._results the session has recorded
         self._start = time.monotonic()
         self.extra: dict[str, str] = {}
+        self._log_since: int | None = None  # the engine's received-log total before this test's first send
+        self._since: dict[int, int | None] = {}  # id(sent) -> _log_since, for the exchanges sent here
 
     # ------------------------------------------------------------------ identity of the test
     def for_capture(self, capture) -> CheckContext:
         self.client, self.client_version, self.case = capture.client, capture.client_version, capture.case
         self.capture_path = Path(capture.path) if capture.path else None
+        self.captured_models = sorted({str(e.request.body["model"]) for e in capture.main_exchanges()
+                                       if isinstance(e.request.body, dict) and e.request.body.get("model")})
         self.capture = _relative_capture(self.capture_path)
         mains = capture.main_exchanges()
         if mains:
@@ -101,12 +114,25 @@ class CheckContext:
         """Send `request` (dict re-serialised as the clients do, or `body` bytes verbatim) on the
         wire `api` names (a user's name is converted here, once)."""
         wire = dialect(api)
+        if self.settings.engine_url and not self._since:  # what reaches the engine from here on is this test's
+            self._log_since = self._engine_log_total(self.settings.engine_url)
         data = body if body is not None else (request if isinstance(request, bytes) else serialize(request))
         raw = self.session.send(wire, path, data, captured_headers=captured_headers, query=query,
                                 deadlines=self.settings.deadlines, label=f"{self.key} {note}".strip())
         sent = Sent(wire, path, request if isinstance(request, dict) else {}, raw, note, expect_error)
         self.exchanges.append(sent)
+        self._since[id(sent)] = self._log_since  # an exchange reused from another test has no window
         return sent
+
+    def _engine_log_total(self, engine_url: str) -> int | None:
+        """The engine's received-log total; an engine without the log is asked once per run."""
+        absent = ("no received log", engine_url)
+        if self.session.cache.get(absent):
+            return None
+        total = log_total(engine_url)
+        if total is None:
+            self.session.cache[absent] = True
+        return total
 
     def judge(self, sent: Sent, *, expect_model: str | None = None, turn: int | None = None) -> ExchangeVerdict:
         verdict = check_exchange(sent.raw, sent.request, wire=sent.wire, expect_model=expect_model, turn=turn)
@@ -160,20 +186,26 @@ class CheckContext:
 
     # ------------------------------------------------------------------ the end of a test
     def reproduce(self) -> list[str]:
+        """The replay and pytest lines (`conformance.report.reproduce`): what shaped the requests
+        (the models sent for the captured ones, the salt, the deadlines, every conformance option)
+        and the key read from its environment variable."""
         target = self.session.config.target or "URL"
+        settings, with_key = self.settings, bool(self.settings.api_key)
         lines = []
         if self.capture_path is not None:
-            cmd = ["conformance", "replay", str(self.capture_path), "--target", target]
-            for k, v in sorted(self.settings.model_map.items()):
-                cmd += ["--model-map", f"{k}={v}"]
-            if self.settings.salt:
-                cmd.append("--salt")
-            lines.append(" ".join(shlex.quote(c) for c in cmd))
+            sent = {m: self.session.model_for(m, settings) for m in self.captured_models}
+            deadlines = settings.deadlines
+            lines.append(replay_line(
+                str(self.capture_path), target, model_map={m: s for m, s in sent.items() if s and s != m},
+                salt=settings.run_token if settings.salt else None, with_key=with_key,
+                expect={s: served for s in set(sent.values()) if s and (served := settings.served_model(s)) != s},
+                deadlines=None if deadlines == Deadlines() else (deadlines.connect, deadlines.first_content,
+                                                                 deadlines.total)))
         node = f"{Path(str(self.item.path)).resolve()}::{self.item.name}"
-        py = ["pytest", f"--target={target}", node, "-p", "no:cacheprovider"]
-        if self.settings.model:
-            py.append(f"--conformance-model={self.settings.model}")
-        lines.append(" ".join(shlex.quote(c) for c in py))
+        config = getattr(self.item, "config", None)  # a pytest item has one; the options are its
+        options = dict(raw_options(config) if config is not None else {}, conformance_target=target)
+        markexpr = getattr(config.option, "markexpr", "") if config is not None else ""
+        lines.append(pytest_line(node, options, markexpr=markexpr or "", with_key=with_key))
         return lines
 
     def finish(self, title: str | None = None) -> None:
@@ -212,7 +244,7 @@ class CheckContext:
         if errors:
             path = self.session.failure_dir(self.test_id)
             if self.exchanges:
-                reproduce.append(f"sh {path / 'curl.sh'}")
+                reproduce.append(command_line(["sh", str(path / "curl.sh")]))
             write_failure_folder(path, title=title, violations=self.violations, exchanges=self.exchanges,
                                  reproduce=reproduce, versions={**self.session.versions, **self._versions()},
                                  extra=self.extra)
@@ -236,11 +268,12 @@ class CheckContext:
         if sent.expect_error and sent.raw.status is not None:
             # A deliberately invalid request: a refusal is right, so it is judged by the error-answer rule.
             return JudgedExchange(sent.request, wire, path, tuple(check_error_answer(sent.raw, wire)), expect,
-                                  refusal=True)
+                                  refusal=True, sent_sha256=body_sha256(sent.raw.request_body), since=self._since.get(id(sent)))
         verdict = self._verdicts.get(id(sent))
         if verdict is None:
             verdict = check_exchange(sent.raw, sent.request, wire=wire, expect_model=expect)
-        return JudgedExchange(sent.request, wire, path, tuple(verdict.violations), expect)
+        return JudgedExchange(sent.request, wire, path, tuple(verdict.violations), expect,
+                              sent_sha256=body_sha256(sent.raw.request_body), since=self._since.get(id(sent)))
 
     def _apply(self, attributed: LayerVerdict | None) -> None:
         """The layer into the failure text and the failed records, the evidence into the folder."""

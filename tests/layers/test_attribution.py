@@ -117,6 +117,8 @@ WRONG_MODEL = _answer(200, {"id": "msg_1", "type": "message", "role": "assistant
 
 def test_a_tests_exchanges_are_folded_into_one_layer_and_nothing_is_written(engine_url, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    # The router forwarded GOOD (and relabelled the answer's model): the engine's log carries it.
+    assert httpx.post(engine_url + "/v1/messages", json=GOOD, timeout=30).status_code == 200
     verdict = check_exchange(WRONG_MODEL, GOOD, wire=ANTHROPIC, expect_model="reference-model")
     assert verdict.failed_checks == ["identity.model_matches"]
     passed = JudgedExchange(GOOD, ANTHROPIC, "/v1/messages", (), "reference-model")

@@ -27,6 +27,7 @@ def _attribute(target_url: str, engine_url: str):
 
 def test_a_clean_engine_behind_a_broken_answer_puts_the_fault_in_front_of_it():
     with serve_engine_in_thread(faults=["done-text-mismatch"]) as target, serve_engine_in_thread() as engine:
+        assert replay(engine, "/v1/responses", BODY, wire=RESPONSES).ok  # what the layer in front forwarded
         att = _attribute(target, engine)
     assert att.engine_path == "/v1/responses" and att.replayed == "responses-direct", (att.engine_path, att.replayed)
     assert att.engine_status == 200 and not [v for v in att.engine_violations if v.is_error]

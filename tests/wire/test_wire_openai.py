@@ -120,6 +120,21 @@ def test_usage_chunk_only_required_when_asked():
     assert errors(check(items, request=REQ)) == {"openai.stream.usage_chunk"}
 
 
+def test_usage_on_a_chunk_with_choices_is_quoted_as_seen():
+    """`seen` quotes the bytes the rule read: usage that arrived on a chunk with an empty delta is
+    shown, not "none"."""
+    items = mk.o_text_stream(usage=False)
+    carrier = mk.o_chunk([{"index": 0, "delta": {}}], usage=mk.USAGE)
+    items.insert(-1, carrier)
+    (v,) = [v for v in check(items, request=REQ).violations if v.check_id == "openai.stream.usage_chunk"]
+    assert v.seen == json.dumps(carrier, separators=(",", ":"), ensure_ascii=False)[:300]
+    assert '"choices":[{"index":0,"delta":{}}]' in v.seen and "usage arrived on a chunk" in v.message
+    assert v.where.event_index == len(items) - 1  # events count from 1: the chunk before [DONE]
+    (none,) = [v for v in check(mk.o_text_stream(usage=False), request=REQ).violations
+               if v.check_id == "openai.stream.usage_chunk"]
+    assert none.seen == "no chunk with a usage object"
+
+
 @pytest.mark.parametrize("reason", ["length", "content_filter"])
 def test_cut_turns_may_end_with_calls(reason):
     assert check(mk.o_tool_stream(finish=reason)).ok

@@ -73,6 +73,7 @@ class StreamMachine(StreamMachineBase):
         self.model: str | None = None
         self.usage: dict | None = None
         self.saw_usage_chunk = False
+        self.usage_event: SSEEvent | None = None  # the last event that carried usage, whatever its choices
         self._noted_unknown = False
 
     def _classify(self, ev: SSEEvent) -> tuple[str, Any]:
@@ -134,6 +135,7 @@ class StreamMachine(StreamMachineBase):
             self.model = data["model"]
         if isinstance(data.get("usage"), dict):
             self.usage = data["usage"]
+            self.usage_event = ev
         choices = data.get("choices")
         # a non-list `choices` is already reported by the chunk schema; nothing to accumulate
         for ci, choice in enumerate(choices if isinstance(choices, list) else []):
@@ -272,13 +274,25 @@ class StreamMachine(StreamMachineBase):
                             event_index=end.index if end else None, expected="finish_reason on the last chunk",
                             seen="none", pointer=f"/choices/{idx}/finish_reason")
         if include_usage(self.request) and not self.saw_usage_chunk and self.state in (DONE, USAGE, FINISHED):
-            self._v(STREAM + "usage_chunk", "stream_options.include_usage was asked but no usage chunk "
-                    "(choices: [] with usage) arrived", event_index=end.index if end else None,
-                    expected='a chunk {"choices": [], "usage": {...}} before [DONE]', seen="none")
+            self._usage_chunk_missing(end)
         for v in usage_problems(self.usage, STREAM + "usage_consistent"):
             self.violations.append(v)
         message = self._message() if self.events else None
         return StreamReport(self.events, self.violations, message, complete, self.payloads)
+
+    def _usage_chunk_missing(self, end: SSEEvent | None) -> None:
+        """include_usage was asked and no `choices: []` chunk carried usage: `seen` quotes the chunk
+        that did carry it (on a chunk with choices), else says that none did."""
+        carrier = self.usage_event
+        if carrier is not None:
+            message = ("stream_options.include_usage was asked; usage arrived on a chunk whose choices is not [] "
+                       f"(event #{carrier.index}), not on its own usage chunk")
+            seen, index = carrier.data[:300], carrier.index
+        else:
+            message = "stream_options.include_usage was asked but no chunk carried usage"
+            seen, index = "no chunk with a usage object", end.index if end else None
+        self._v(STREAM + "usage_chunk", message, event_index=index,
+                expected='a chunk {"choices": [], "usage": {...}} before [DONE]', seen=seen)
 
     def _message(self) -> dict[str, Any]:
         st = self.choices.get(0) or (next(iter(self.choices.values())) if self.choices else _Choice())
