@@ -29,6 +29,7 @@ from conformance.report.baseline import BaselineError
 from conformance.report.baseline import compare as compare_with_baseline
 from conformance.report.baseline import load as load_baseline
 from conformance.report.baseline import write as write_baseline
+from conformance.report.causes import from_results, headline_lines
 from conformance.report.compare import write_run_settings
 from conformance.report.html import write_html
 from conformance.report.summary import write_summary
@@ -36,6 +37,7 @@ from conformance.report.text import ConformanceFailure
 from conformance.suite.cases import all_cases, capture_wire, not_served_reason
 from conformance.suite.check_context import CheckContext, test_key
 from conformance.suite.config import ConfigError, SuiteConfig, cli_layer, raw_options
+from conformance.suite.preflight import check_target
 from conformance.suite.session import SuiteSession
 
 
@@ -99,6 +101,10 @@ def configure_node(node, key) -> None:
 def sessionstart(pytest_session: pytest.Session, session: SuiteSession) -> None:
     if not _is_controller(pytest_session.config):
         return
+    cause = check_target(session)
+    if cause is not None:  # nothing would answer: one line and exit 2, not one failure per test
+        session.preflight_cause = cause
+        pytest.exit(f"conformance: {cause.line()}", returncode=2)
     session.detect_versions()
     try:
         from _pytest.junitxml import xml_key
@@ -241,6 +247,7 @@ def finish(pytest_session: pytest.Session, session: SuiteSession) -> None:
     cfg = session.config
     meta = {**run_facts(session), "salt": "on" if cfg.salt else "off", **not_run(pytest_session, session)}
     session.summary_path = write_summary(session.report_dir, meta)
+    session.causes = from_results(read_results(session.results_dir)) if session.results_dir.is_dir() else []
     # report.html and the run's settings (what `conformance report compare` reads), once, here
     if session.results_dir.is_dir():  # a run that recorded nothing (collect-only, no test) gets no report
         write_run_settings(session.results_dir, {**meta, "markers": config.getoption("markexpr", "") or ""},
@@ -260,6 +267,19 @@ def finish(pytest_session: pytest.Session, session: SuiteSession) -> None:
                 failures.setdefault(r.test_id, set()).add(r.check_id)
                 messages.setdefault(r.test_id, r.message[:120])
         session.baseline_written = write_baseline(cfg.baseline_write, failures, target=cfg.target or "", messages=messages)
+
+
+def terminal_causes(tr, session: SuiteSession) -> None:
+    """The run's root causes, at most ten lines, before pytest's failure sections."""
+    if not _is_controller(tr.config):
+        return
+    cause = getattr(session, "preflight_cause", None)
+    causes = [cause] if cause is not None else getattr(session, "causes", [])
+    if not causes:
+        return
+    tr.write_sep("=", f"conformance: {len(causes)} root cause(s), the most tests first")
+    for line in headline_lines(causes):
+        tr.write_line(line, red=True)
 
 
 def terminal_summary(tr, session: SuiteSession) -> None:
@@ -284,5 +304,5 @@ def terminal_summary(tr, session: SuiteSession) -> None:
     written = getattr(session, "baseline_written", None)
     if written:
         tr.write_line(f"baseline written: {written}")
-    if session.target_down():
+    if session.target_down() and getattr(session, "preflight_cause", None) is None:
         tr.write_line(f"the target went down: {session.target_down()}", red=True)
