@@ -60,7 +60,7 @@ _DOWN = re.compile(r"target is down|cannot connect|connection refused|refused co
 class Cause:
     """One root cause: what happened, what to do, and the tests it explains."""
 
-    kind: str  # auth | unknown model | base path | down | not an LLM API | same answer | check
+    kind: str  # auth | unknown model | base path | down | not an LLM API | same answer | answer | check
     what: str  # one line: what happened, with its evidence (the status and text, or the check)
     fix: str  # what to do, naming the option
     tests: list[str] = field(default_factory=list)
@@ -74,7 +74,7 @@ class Cause:
 
     def line(self) -> str:
         layer = f" [layer: {self.layer}]" if self.layer else ""
-        return f"{self.what}{layer} — {self.fix}"
+        return f"{self.what}{layer} — {short(self.fix, 200)}"
 
 
 def classify(status: int | None, text: str = "", *, connect_error: bool = False) -> str | None:
@@ -131,9 +131,27 @@ def _evidence(records: list[Result]) -> str:
     return ""
 
 
-def from_results(results: list[Result]) -> list[Cause]:
-    """The run's failures as causes, the ones that explain the most tests first."""
+def _check_fix(check_ids: list[str]) -> str:
+    for check_id in check_ids:
+        spec = lookup(check_id)
+        if spec is not None and spec.likely_cause:
+            return spec.likely_cause
+    return "see its failure folder (request, raw response, replay command)"
+
+
+def _ids(records: list[Result]) -> list[str]:
+    """The checks of `records`, the most frequent first (a summary id without violations last)."""
+    counts = Counter(r.check_id for r in records if r.violations) or Counter(r.check_id for r in records)
+    return [c for c, _ in counts.most_common()]
+
+
+def from_results(results: list[Result], *, every_request: bool = False) -> list[Cause]:
+    """The run's failures as causes, the ones that explain the most tests first. An answer of the
+    setup (auth, model, path) is named as such only when it answered every failing test, or when
+    the caller knows it answered every request (`every_request`); otherwise it is the answer of
+    those tests, with the fix of the checks it broke."""
     failing = [r for r in results if r.outcome in FAILING]
+    all_failing_tests = {r.test_id for r in failing}
     tests_of_answer: dict[tuple[str, str], list[Result]] = {}
     for r in failing:
         answer = _answer_of(r)
@@ -145,12 +163,19 @@ def from_results(results: list[Result]) -> list[Cause]:
         tests = sorted({r.test_id for r in records})
         if len(tests) < 2 and status != "down":
             continue  # one test's refusal is that test's finding, not a cause of the setup
+        everywhere = every_request or set(tests) == all_failing_tests
         if status == "down":
             cause = setup_cause("down", "its requests were refused or not sent", tests)
         else:
-            kind = classify(int(status), text) or "same answer"
-            shown = f"HTTP {status}" + (f" {text!r}" if text else "")
-            cause = setup_cause(kind, f"{shown} on the failing requests of {len(tests)} test(s)", tests)
+            shown = f"HTTP {status}" + (f" {short(text, 80)!r}" if text else "")
+            kind = classify(int(status), text)
+            if everywhere or kind in ("auth", "unknown model"):
+                cause = setup_cause(kind or "same answer", f"{shown} on the failing requests of {len(tests)} test(s)",
+                                    tests)
+            else:
+                checks = _ids(records)
+                cause = Cause("answer", f"{shown} answered {len(tests)} test(s) ({', '.join(checks[:3])})",
+                              _check_fix(checks), tests, check_id=checks[0])
         cause.layer, cause.evidence = _layer(records), _evidence(records)
         causes.append(cause)
         explained.update(tests)
@@ -158,14 +183,16 @@ def from_results(results: list[Result]) -> list[Cause]:
     for r in failing:
         if r.test_id not in explained:
             by_check.setdefault(r.check_id, []).append(r)
+    with_violations = {r.test_id for r in failing if r.violations}
     for check_id, records in by_check.items():
+        if not any(r.violations for r in records) and {r.test_id for r in records} <= with_violations:
+            continue  # a summary id (suite.stream.wellformed): its tests' own violations say why
         tests = sorted({r.test_id for r in records})
-        spec = lookup(check_id)
-        fix = (spec.likely_cause if spec is not None and spec.likely_cause else
-               "see its failure folder (request, raw response, replay command)")
-        what = f"{check_id} failed on {len(tests)} test(s): {short(records[0].message, 100)}"
-        causes.append(Cause("check", what, fix, tests, _layer(records), check_id, _evidence(records)))
-    causes.sort(key=lambda c: (c.kind == "check", -c.count, c.what))
+        message = next((r.message for r in records if r.message), "")
+        what = f"{check_id} failed on {len(tests)} test(s)" + (f": {short(message, 100)}" if message else "")
+        causes.append(Cause("check", what, _check_fix([check_id]), tests, _layer(records), check_id,
+                            _evidence(records)))
+    causes.sort(key=lambda c: (c.kind in ("check", "answer"), -c.count, c.what))
     return causes
 
 
