@@ -17,6 +17,7 @@ Rules:
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -26,6 +27,8 @@ from conformance.core.registry import lookup
 from conformance.core.results import Result
 
 MAX_SHOWN = 10
+# Causes of the setup (as opposed to "answer" and "check": findings about the stack itself)
+SETUP_KINDS = frozenset({"auth", "unknown model", "base path", "down", "not an LLM API", "same answer"})
 FAILING = ("failed", "error")
 KEY_FIX = "pass the router's key: --conformance-api-key KEY (or CONFORMANCE_API_KEY)"
 MODEL_FIX = ("send a model the target serves: --conformance-model NAME (see GET /v1/models), or map an alias "
@@ -102,6 +105,20 @@ def short(text: str, limit: int = 120) -> str:
     return one if len(one) <= limit else one[: limit - 1] + "…"
 
 
+def error_message(text: str) -> str:
+    """The error message of an error body (`{"error": {"message": ...}}`, `{"error": "..."}`,
+    `{"detail": ...}`), else the text itself: one answer reads the same however it was quoted."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return text
+    err = doc.get("error") if isinstance(doc, dict) else None
+    msg = err.get("message") if isinstance(err, dict) else err if isinstance(err, str) else None
+    if msg is None and isinstance(doc, dict):
+        msg = doc.get("detail") or doc.get("message")
+    return str(msg) if msg is not None else text
+
+
 def _answer_of(r: Result) -> tuple[str, str] | None:
     """The (status, text) a failing record's exchange got, read from its own words."""
     texts = [str(v.get("seen") or "") for v in r.violations] + [str(v.get("message") or "") for v in r.violations]
@@ -111,7 +128,7 @@ def _answer_of(r: Result) -> tuple[str, str] | None:
             return ("down", "")
         m = _ANSWER.search(text)
         if m and not m.group(1).startswith("2"):
-            return (m.group(1), short(m.group(2) or "", 100))
+            return (m.group(1), short(error_message((m.group(2) or "").strip()), 100))
     return None
 
 

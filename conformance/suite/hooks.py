@@ -29,7 +29,7 @@ from conformance.report.baseline import BaselineError
 from conformance.report.baseline import compare as compare_with_baseline
 from conformance.report.baseline import load as load_baseline
 from conformance.report.baseline import write as write_baseline
-from conformance.report.causes import from_results, headline_lines
+from conformance.report.causes import MAX_SHOWN, SETUP_KINDS, from_results, headline_lines
 from conformance.report.compare import write_run_settings
 from conformance.report.html import write_html
 from conformance.report.summary import write_summary
@@ -287,6 +287,24 @@ def terminal_causes(tr, session: SuiteSession) -> None:
     tr.write_sep("=", f"conformance: {len(causes)} root cause(s), the most tests first")
     for line in headline_lines(causes):
         tr.write_line(line, red=True)
+    _point_failures_at_their_cause(tr, causes)
+
+
+def _point_failures_at_their_cause(tr, causes: list) -> None:
+    """A failure a cause of the setup explains (a key, a model name, a path: the same answer on
+    every failing request) is printed as one line naming that cause, not as its own block."""
+    cause_of: dict[str, int] = {}
+    for n, cause in enumerate(causes[:MAX_SHOWN], 1):
+        if cause.kind in SETUP_KINDS:
+            for test in cause.tests:
+                cause_of.setdefault(test, n)
+    if not cause_of:
+        return
+    for report in tr.stats.get("failed", []):
+        path, _, name = report.nodeid.partition("::")
+        n = cause_of.get(f"{Path(path).name}::{name}")
+        if n is not None and report.when == "call":
+            report.longrepr = f"root cause {n} (above): {causes[n - 1].what}"
 
 
 def terminal_summary(tr, session: SuiteSession) -> None:

@@ -22,7 +22,7 @@ import json
 from conformance.net.client import headers_for
 from conformance.net.target import Target
 from conformance.net.transport import Deadlines, RawExchange
-from conformance.report.causes import Cause, classify, setup_cause, short
+from conformance.report.causes import Cause, classify, error_message, setup_cause, short
 from conformance.suite.session import SuiteSession
 from conformance.wire import CHAT
 from conformance.wire.registry import DIALECTS
@@ -32,16 +32,7 @@ _NO_PATH = (404, 405, 501)
 
 
 def _text(raw: RawExchange) -> str:
-    body = raw.body().decode("utf-8", errors="replace")
-    try:
-        doc = json.loads(body)
-    except ValueError:
-        return short(body, 100)
-    err = doc.get("error") if isinstance(doc, dict) else None
-    msg = err.get("message") if isinstance(err, dict) else err if isinstance(err, str) else None
-    if msg is None and isinstance(doc, dict):
-        msg = doc.get("detail") or doc.get("message")
-    return short(str(msg if msg is not None else body), 100)
+    return short(error_message(raw.body().decode("utf-8", errors="replace")), 100)
 
 
 def _is_json(raw: RawExchange) -> bool:

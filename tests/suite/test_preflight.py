@@ -143,3 +143,29 @@ def test_an_unknown_model_everywhere_names_the_model_options(status):
         cause = _cause_for(url)
     assert cause is not None and cause.kind == "unknown model", cause
     assert "--conformance-model" in cause.line() and "--conformance-model-map" in cause.line()
+
+
+def test_a_router_that_lists_models_but_refuses_every_generation_has_no_passing_test(tmp_path):
+    # the pre-flight lets it through (GET /v1/models answers); every test then gets the same 500:
+    # no test passes on "could not tell", and the one cause leads the output
+    async def models(request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": "m", "object": "model", "owned_by": "x"}]})
+
+    async def refuse(request: web.Request) -> web.Response:
+        return web.json_response({"error": {"message": "No connected db."}}, status=500)
+
+    app = web.Application()
+    app.router.add_get("/v1/models", models)
+    app.router.add_route("*", "/{tail:.*}", refuse)
+    with serve_app_in_thread(app) as url:
+        code, lines = _run(tmp_path, url, "-k", "test_replay or test_protocol")
+    assert code == 1, lines
+    summary_line = lines[-1] if lines else ""
+    assert "failed" in summary_line and " passed" not in summary_line, summary_line
+    first = "\n".join(lines[:40])
+    assert "root cause" in first and "HTTP 500 'No connected db.'" in first and "--conformance-api-key" in first, first
+    # each failure the cause explains points at it instead of repeating a feature-specific guess;
+    # what stays a block of its own is the error envelope's finding (a 500 body in no wire's shape)
+    assert sum(line.startswith("root cause 1 (above)") for line in lines) >= 9, lines
+    guesses = [line for line in lines if "likely cause:" in line]
+    assert guesses and all("error body" in line or "error envelope" in line for line in guesses), guesses
