@@ -41,6 +41,7 @@ from conformance.core.verdict import RANK
 from conformance.layers.attribution import JudgedExchange, LayerVerdict, attribute_exchanges
 from conformance.net.client import serialize
 from conformance.report.artifacts import write_failure_folder
+from conformance.report.causes import error_message
 from conformance.report.text import ConformanceFailure
 from conformance.suite.config import SuiteConfig
 from conformance.suite.session import Sent, SuiteSession
@@ -220,7 +221,7 @@ class CheckContext:
         if any(s.raw.status is not None and 200 <= s.raw.status < 300 for s in sent):
             return None
         raw = sent[0].raw
-        body = " ".join(raw.body()[:300].decode("utf-8", errors="replace").split())
+        body = " ".join(error_message(raw.body()[:65536].decode("utf-8", errors="replace")).split())
         seen = f"HTTP {raw.status}: {body}" if raw.status is not None else (raw.error or raw.error_kind or "no answer")
         return violation(suite_checks.REQUEST_ACCEPTED,
                          f"nothing answered: all {len(sent)} request(s) of this test were refused, so none of its "
