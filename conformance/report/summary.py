@@ -103,7 +103,8 @@ def render(results: list[Result], meta: dict[str, str]) -> str:
             out.append("| test | check | layer | message | failure folder |")
             out.append("|---|---|---|---|---|")
             seen: set[tuple[str, str]] = set()
-            for r in sorted((r for r in failed if r.test_id in cause.tests), key=lambda r: (row_of(r), r.check_id)):
+            tests = set(cause.tests)
+            for r in sorted((r for r in failed if r.test_id in tests), key=lambda r: (row_of(r), r.check_id)):
                 if (r.test_id, r.check_id) in seen or (cause.check_id and cause.kind == "check"
                                                        and r.check_id != cause.check_id):
                     continue
