@@ -160,9 +160,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         _hooks().scrub_junit(config)
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config):
+    # outermost: the root causes print before pytest's failure sections, the paths after them
+    if _SESSION in config.stash:
+        _hooks().terminal_causes(terminalreporter, config.stash[_SESSION])
+    result = yield
     if _SESSION in config.stash:
         _hooks().terminal_summary(terminalreporter, config.stash[_SESSION])
+    return result
 
 
 # ----------------------------------------------------------------------------- fixtures

@@ -11,6 +11,8 @@ Rules:
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 from pathlib import Path
 
@@ -51,8 +53,12 @@ def run(args) -> int:
         md = render_markdown(result)
         (out / "compare.md").write_text(md, encoding="utf-8")
         (out / "compare.html").write_text(render_html(result), encoding="utf-8")
-        print(md)
-        print(f"written: {out / 'compare.md'}, {out / 'compare.html'}")
+        try:
+            print(md)
+            print(f"written: {out / 'compare.md'}, {out / 'compare.html'}")
+            sys.stdout.flush()
+        except BrokenPipeError:  # `| head` closed the pipe: the files are written, leave quietly
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     if what == "html":
         folder = Path(args.run)

@@ -6,8 +6,12 @@ Rules:
   the end of the session, `write_run_settings`). Nothing is re-judged; verdicts are the records'.
 - Runs of different APIs are refused (`CompareError`, with both APIs and how to fix): their
   checks are different sets, so a "flip" would mean nothing.
-- Settings that differ (salt, deadlines, model map, model, markers) and versions that differ
-  (engine, router, clients, suite) are listed first: they are what the reader attributes a change to.
+- What changed leads: the flips that matter grouped by check and layer, ranked broke before
+  fixed, then by severity and layer; flips only between passed, unverifiable, info and skipped
+  ("could tell" vs "could not tell") are counted apart and listed last, never in the headline.
+- Settings that differ (salt, deadlines, model map, model, markers, the kind of stack and the
+  target, the seeds `rng_seed` of the loops) and versions that differ (engine, router, clients,
+  suite) come next: they are what the reader attributes a change to. A seed is a setting, never a figure.
 - A verdict is the worst outcome per (test, check) (`conformance.core.verdict.RANK`); a flip is any change of it
   between the runs, listed with the layer of the failing side; tests only one run has are counted
   apart, never as flips.
@@ -39,7 +43,15 @@ NOT_RECORDED = "(not recorded)"
 NOISE_FLOOR = 0.10
 PHASE_CHECKS = ("load.phase.prefill_rate", "load.phase.decode_rate")
 _SKIP_FIGURES = ("timestamp", "status", "record_version", "limit", "level", "x", "concurrency", "parallel",
-                 "repeats", "fraction", "depth", "values")
+                 "repeats", "fraction", "depth", "values") + ("rng_seed", "seed")
+# Settings, not figures: a seed draws a scenario's variables; a different seed is a different
+# experiment, listed with the settings, never a ratio.
+SEED_KEYS = ("rng_seed", "seed")
+# Flips between these outcomes say "could tell" vs "could not tell", not that the stack changed:
+# counted apart, never in the headline.
+QUIET_OUTCOMES = frozenset({"passed", "unverifiable", "info", "skipped", NOT_RECORDED})
+_SEVERITY = {"failed": 0, "error": 0, "warning": 1}
+_LAYER_ORDER = {"router": 0, "engine": 1, "both": 2, "model": 3}
 
 
 class CompareError(ValueError):
@@ -217,6 +229,25 @@ def _phases(va: dict, vb: dict) -> list[PhaseVerdict]:
     return out
 
 
+def _stack_kind(run: Run) -> str:
+    """What was tested, in kind: a router (it told its version), an engine, or not recorded."""
+    if not run.facts:
+        return NOT_RECORDED
+    if run.facts.get("router"):
+        return f"router ({run.facts['router']})"
+    engine = str(run.facts.get("engine") or "")
+    return f"engine ({engine})" if engine else "engine or router (not told)"
+
+
+def _seeds(run: Run) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for r in run.results:
+        for key in SEED_KEYS:
+            if isinstance(r.details, dict) and r.details.get(key) is not None:
+                out[r.test_id] = str(r.details[key])
+    return out
+
+
 def compare(a: Run, b: Run) -> Comparison:
     if a.apis and b.apis and a.apis != b.apis:
         raise CompareError(
@@ -227,6 +258,15 @@ def compare(a: Run, b: Run) -> Comparison:
     settings_differ = [(k, a.settings.get(k), b.settings.get(k)) for k in keys if a.settings.get(k) != b.settings.get(k)]
     if a.facts.get("markers", "") != b.facts.get("markers", ""):
         settings_differ.append(("markers (-m)", a.facts.get("markers", ""), b.facts.get("markers", "")))
+    for name, fa, fb in (("stack", _stack_kind(a), _stack_kind(b)), ("target", a.facts.get("target", NOT_RECORDED),
+                                                                         b.facts.get("target", NOT_RECORDED))):
+        if fa != fb:
+            settings_differ.append((name, fa, fb))
+    seeds_a, seeds_b = _seeds(a), _seeds(b)
+    differ = sorted(t for t in seeds_a.keys() & seeds_b.keys() if seeds_a[t] != seeds_b[t])
+    if differ:
+        settings_differ.append((f"seeds (rng_seed) of {len(differ)} test(s)", ", ".join(
+            f"{t}={seeds_a[t]}" for t in differ[:3]), ", ".join(f"{t}={seeds_b[t]}" for t in differ[:3])))
     vera, verb = a.versions(), b.versions()
     versions_differ = [(k, vera.get(k, ""), verb.get(k, "")) for k in sorted(set(vera) | set(verb))
                        if vera.get(k, "") != verb.get(k, "")]
@@ -266,20 +306,47 @@ def _spread(p: dict[str, Any]) -> str:
     return f"{p.get('median')} [{p.get('min')}..{p.get('max')}] x{p.get('repeats', 1)}"
 
 
+def is_quiet(f: Flip) -> bool:
+    """A flip between "could tell" and "could not tell" (passed <-> unverifiable, info, skipped)."""
+    return f.before in QUIET_OUTCOMES and f.after in QUIET_OUTCOMES
+
+
+def _rank(f: Flip) -> tuple:
+    worst = min(_SEVERITY.get(f.after, 2), _SEVERITY.get(f.before, 2))
+    return ({"broke": 0, "fixed": 1}.get(f.direction, 2), worst, _LAYER_ORDER.get(f.layer, 4))
+
+
+def what_changed(c: Comparison) -> list[list[Any]]:
+    """The headline rows: flips that matter, by check and layer, ranked by direction (broke
+    first), severity and layer; the passed <-> unverifiable noise is left out."""
+    groups: dict[tuple[str, str, str], list[Flip]] = {}
+    for f in c.flips:
+        if not is_quiet(f):
+            groups.setdefault((f.direction, f.check_id, f.layer), []).append(f)
+    ranked = sorted(groups.items(), key=lambda kv: (_rank(kv[1][0]), -len(kv[1]), kv[0][1]))
+    return [[direction, check, layer, len(flips), f"{flips[0].before} -> {flips[0].after}", flips[0].message]
+            for (direction, check, layer), flips in ranked]
+
+
 def _sections(c: Comparison) -> list[tuple[str, list[str], list[list[Any]]]]:
-    """(title, header, rows): the one content both renderers draw."""
+    """(title, header, rows): the one content both renderers draw, what changed first."""
+    loud = [f for f in c.flips if not is_quiet(f)]
     out: list[tuple[str, list[str], list[list[Any]]]] = [
+        ("What changed, most severe first", ["direction", "check", "layer", "tests", "A -> B", "e.g."],
+         what_changed(c)),
         ("Settings that differ", ["setting", "A", "B"], [list(s) for s in c.settings_differ]),
         ("Versions that differ", ["component", "A", "B"], [list(v) for v in c.versions_differ]),
-        (f"Verdicts that flipped ({len(c.flips)})", ["test", "check", "A", "B", "direction", "layer", "message"],
-         [[f.test_id, f.check_id, f.before, f.after, f.direction, f.layer, f.message] for f in c.flips]),
     ]
     by_check: dict[tuple[str, str], dict[str, int]] = {}
-    for f in c.flips:
+    for f in loud:
         counts = by_check.setdefault((f.check_id, f.layer), {"broke": 0, "fixed": 0, "changed": 0})
         counts[f.direction] += 1
     out.append(("Flips by check and layer", ["check", "layer", "broke", "fixed", "changed"],
                 [[check, layer, n["broke"], n["fixed"], n["changed"]] for (check, layer), n in sorted(by_check.items())]))
+    out.append((f"Verdicts that flipped ({len(loud)}; passed <-> unverifiable and the like: {len(c.flips) - len(loud)}, "
+                "listed last)", ["test", "check", "A", "B", "direction", "layer", "message"],
+                [[f.test_id, f.check_id, f.before, f.after, f.direction, f.layer, f.message]
+                 for f in sorted(c.flips, key=is_quiet)]))
     if c.phases:
         out.append(("Phases: which moved beyond the spread of the repeats", ["phase", "point", "A median [min..max] xK",
                                                                             "B median [min..max] xK", "B/A", "verdict"],
@@ -317,8 +384,19 @@ def phase_summary(c: Comparison) -> list[str]:
 def _intro(c: Comparison) -> list[str]:
     return [f"A: {c.a.folder} ({len(c.a.results)} records)", f"B: {c.b.folder} ({len(c.b.results)} records)",
             f"API: {', '.join(sorted(c.a.apis | c.b.apis)) or '(unknown)'}",
-            f"{len(c.flips)} verdict(s) flipped; {c.only_a} verdict(s) only in A, {c.only_b} only in B",
+            f"{sum(not is_quiet(f) for f in c.flips)} verdict(s) changed "
+            f"({sum(f.direction == 'broke' for f in c.flips)} broke, {sum(f.direction == 'fixed' for f in c.flips)} "
+            f"fixed); {sum(is_quiet(f) for f in c.flips)} only between passed and unverifiable (or info, skipped); "
+            f"{c.only_a} verdict(s) only in A, {c.only_b} only in B",
             *phase_summary(c)]
+
+
+def _none(c: Comparison, title: str) -> str:
+    """What an empty section says: "None.", unless a run did not record what it would compare."""
+    if title == "Settings that differ" and not (c.a.settings and c.b.settings):
+        missing = " and ".join(n for n, run in (("A", c.a), ("B", c.b)) if not run.settings)
+        return f"Not recorded for {missing} (no results/{RUN_FILE}): they may differ."
+    return "None."
 
 
 def render_markdown(c: Comparison) -> str:
@@ -326,7 +404,7 @@ def render_markdown(c: Comparison) -> str:
     for title, header, rows in _sections(c):
         out += ["", f"## {title}", ""]
         if not rows:
-            out.append("None.")
+            out.append(_none(c, title))
             continue
         out.append("| " + " | ".join(header) + " |")
         out.append("|" + "---|" * len(header))
@@ -349,7 +427,7 @@ def render_html(c: Comparison) -> str:
     for title, header, rows in _sections(c):
         out.append(f"<h2>{e(title)}</h2>")
         if not rows:
-            out.append("<p>None.</p>")
+            out.append(f"<p>{e(_none(c, title))}</p>")
             continue
         out.append("<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in header) + "</tr>")
         for row in rows:

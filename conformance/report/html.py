@@ -10,8 +10,10 @@ Rules:
 - Everything that can come from the target or a capture (messages, expected/seen, model names,
   versions, figures' text) is untrusted: it passes through `esc` (HTML escaping, quotes too) or
   the SVG module's `xml_text`; the only raw text inserted is this module's own markup.
-- The matrix: rows are captures / scenarios / tests (`summary.row_of`), columns are check names
-  grouped by area (the id without its area, the registry's title and description on hover); a
+- The page opens with one verdict per client x wire and the root causes (`conformance.report.headline`,
+  `conformance.report.causes`); the failures below are grouped under their cause.
+- The matrix: one table per area, rows are captures / scenarios / tests (`summary.row_of`),
+  columns are check names written upright in rotated header cells (never broken letter by letter) (the id without its area, the registry's title and description on hover); a
   cell is the worst outcome (the order of `summary.matrix`); a failing cell names its layer
   (router / engine / both / model, or "unattributed" when no attribution was made) and links to
   the failure, which opens on click (`<details>`, also opened by the URL's #fragment).
@@ -33,6 +35,8 @@ from conformance.core.results import Result, read_results
 from conformance.core.secrets import scrub_text
 from conformance.core.verdict import RANK
 from conformance.report import svg
+from conformance.report.causes import Cause, answered_models, from_results
+from conformance.report.headline import causes_html, headline_html
 from conformance.report.summary import row_of
 
 LABEL = {"failed": "FAIL", "error": "ERROR", "warning": "warning", "unverifiable": "unverifiable",
@@ -91,39 +95,42 @@ def _layer(r: Result) -> str:
 
 
 def _matrix_html(m: Matrix, anchors: dict[tuple[str, str], str]) -> str:
+    """One table per area (its rows only those the area judged), check names written upright in
+    rotated header cells: a name is never broken letter by letter and a table stays narrow."""
     if not m.rows:
-        return "<p>No results were recorded.</p>"
-    out = ['<div class="scroll"><table id="matrix" class="matrix"><thead><tr><th rowspan="2">capture / scenario / test</th>']
+        return '<div id="matrix"><p>No results were recorded.</p></div>'
+    out = ['<div id="matrix">']
     for area, checks in m.areas.items():
-        out.append(f'<th class="area" colspan="{len(checks)}">{esc(area)}</th>')
-    out.append("</tr><tr>")
-    for checks in m.areas.values():
+        rows = [row for row in m.rows if any((row, c) in m.cells for c in checks)]
+        out.append(f'<div class="scroll"><table class="matrix" data-area="{esc(area)}"><thead><tr>'
+                   f'<th class="area" colspan="{len(checks) + 1}">{esc(area)}</th></tr><tr>'
+                   '<th class="corner">capture / scenario / test</th>')
         for c in checks:
             out.append(f'<th class="check" title="{esc(_hover(c))}"><span>{esc(_name(c))}</span></th>')
-    out.append("</tr></thead><tbody>")
-    for row in m.rows:
-        out.append(f'<tr><th class="row">{esc(row)}</th>')
-        for checks in m.areas.values():
-            for c in checks:
-                outcome = m.cells.get((row, c))
-                if outcome is None:
-                    out.append('<td class="none"></td>')
-                    continue
-                text = esc(LABEL.get(outcome, outcome))
-                rec = m.failing.get((row, c))
-                title = f"{row} — {c}: {LABEL.get(outcome, outcome)}"
-                if outcome == "xfail":
-                    title += f" ({m.xfail_reason[(row, c)]})"
-                if rec is not None and (row, c) in anchors:
-                    layer = _layer(rec)
-                    cls = "xfail" if outcome == "xfail" else outcome
-                    out.append(f'<td class="{cls}" title="{esc(title)}"><a href="#{anchors[(row, c)]}" '
-                               f'data-open="{anchors[(row, c)]}">{text}</a><br><small class="layer">{esc(layer)}</small></td>')
-                else:
-                    out.append(f'<td class="{esc(outcome)}" title="{esc(title)}">{text}</td>')
-        out.append("</tr>")
-    out.append("</tbody></table></div>")
+        out.append("</tr></thead><tbody>")
+        for row in rows:
+            out.append(f'<tr><th class="row">{esc(row)}</th>')
+            out += [_cell_html(m, anchors, row, c) for c in checks]
+            out.append("</tr>")
+        out.append("</tbody></table></div>")
+    out.append("</div>")
     return "".join(out)
+
+
+def _cell_html(m: Matrix, anchors: dict[tuple[str, str], str], row: str, c: str) -> str:
+    outcome = m.cells.get((row, c))
+    if outcome is None:
+        return '<td class="none"></td>'
+    text = esc(LABEL.get(outcome, outcome))
+    rec = m.failing.get((row, c))
+    title = f"{row} — {c}: {LABEL.get(outcome, outcome)}"
+    if outcome == "xfail":
+        title += f" ({m.xfail_reason[(row, c)]})"
+    if rec is not None and (row, c) in anchors:
+        cls = "xfail" if outcome == "xfail" else outcome
+        return (f'<td class="{cls}" title="{esc(title)}"><a href="#{anchors[(row, c)]}" '
+                f'data-open="{anchors[(row, c)]}">{text}</a><br><small class="layer">{esc(_layer(rec))}</small></td>')
+    return f'<td class="{esc(outcome)}" title="{esc(title)}">{text}</td>'
 
 
 # ----------------------------------------------------------------------------- failures
@@ -303,10 +310,19 @@ body{font:14px/1.4 system-ui,sans-serif;margin:16px;color:#222}
 h1{font-size:20px;margin:0 0 8px}h2{font-size:16px;margin:20px 0 6px}
 table.meta td{padding:1px 10px 1px 0;vertical-align:top}table.meta td:first-child{color:#666}
 .scroll{overflow-x:auto;max-width:100%}
-table.matrix{border-collapse:collapse;font-size:12px}
+table.matrix{border-collapse:collapse;font-size:12px;margin:0 0 12px}
 table.matrix th,table.matrix td{border:1px solid #ddd;padding:2px 4px;text-align:center}
 table.matrix th.row{text-align:left;white-space:nowrap;font-weight:normal}
-th.area{background:#f0f0f0}th.check{cursor:help;font-weight:normal;max-width:90px;word-break:break-word}
+th.area{background:#f0f0f0;text-align:left}th.corner{vertical-align:bottom;text-align:left;font-weight:normal;color:#666}
+th.check{cursor:help;font-weight:normal;vertical-align:bottom;white-space:nowrap;padding:4px 2px}
+th.check span{writing-mode:vertical-rl;transform:rotate(180deg);display:inline-block}
+ul#headline{list-style:none;padding:0;margin:0 0 8px;font-size:16px}ul#headline li{margin:2px 0;padding:2px 6px}
+ul#headline li.failed{background:#fbd3d0}ul#headline li.warning{background:#fff1c2}
+ul#headline li.unverifiable{background:#e8e8f4}ul#headline li.passed{background:#e6f4ea}
+div.cause{border-left:4px solid #b3261e;padding:2px 8px;margin:6px 0;overflow-wrap:anywhere}
+div.cause dl{margin:2px 0;display:grid;grid-template-columns:max-content 1fr;gap:0 8px}
+div.cause dt{color:#666}div.cause dd{margin:0}h3.cause-group{font-size:14px;margin:14px 0 4px;overflow-wrap:anywhere}
+details.failure summary{overflow-wrap:anywhere}
 td.passed{background:#e6f4ea}td.failed,td.error{background:#fbd3d0;font-weight:bold}
 td.warning{background:#fff1c2}td.unverifiable{background:#e8e8f4}td.xfail{background:#f3e3f7}
 td.info{background:#eef5fb;color:#456}td.skipped{color:#999}small.layer{font-weight:normal;color:#7a1a12}
@@ -338,9 +354,8 @@ def run_meta(results: list[Result], meta: dict[str, str]) -> dict[str, str]:
     clients = sorted({f"{r.client} {r.client_version}".strip() for r in results if r.client})
     if clients:
         out.setdefault("clients", ", ".join(clients))
-    answered = sorted({r.model for r in results if r.model})
-    if answered:
-        out.setdefault("answered by", ", ".join(answered))
+    if results:  # only models that answered (a record's model may be the one sent)
+        out.setdefault("answered by", ", ".join(answered_models(results)) or "none")
     if results:
         t0 = min(r.timestamp for r in results)
         t1 = max(r.timestamp for r in results)
@@ -362,7 +377,11 @@ def render(results: list[Result], meta: dict[str, str], *, baseline: Any = None,
              "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
              "script-src 'unsafe-inline'; img-src data:\">",
              f"<title>conformance report — {esc(header.get('target', ''))}</title><style>{_CSS}</style></head><body>",
-             "<h1>Conformance report</h1><table class=\"meta\" id=\"header\">"]
+             "<h1>Conformance report</h1>", headline_html(results, esc)]
+    causes = from_results(results)
+    parts.append(f"<h2>Root causes ({len(causes)}), the most tests first</h2>")
+    parts.append(causes_html(causes, esc))
+    parts.append("<h2>Run</h2><table class=\"meta\" id=\"header\">")
     for k, v in header.items():
         parts.append(f"<tr><td>{esc(k)}</td><td>{esc(v or '(unknown)')}</td></tr>")
     parts.append("</table>")
@@ -371,18 +390,41 @@ def render(results: list[Result], meta: dict[str, str], *, baseline: Any = None,
                  + f" ({sum(counts.values())} cells)</p>")
     parts.append("<h2>Matrix</h2>")
     parts.append(_matrix_html(m, anchors))
-    parts.append(f"<h2>Failures ({len(anchors)})</h2><div id=\"failures\">")
+    parts.append(f"<h2>Failures ({len(anchors)}), by cause</h2><div id=\"failures\">")
     if not anchors:
         parts.append("<p>None.</p>")
-    for key, anchor in anchors.items():
-        parts.append(_failure_html(anchor, key, m.failing[key], m, report_dir))
+    for title, keys in _failures_by_cause(causes, m, anchors):
+        parts.append(f'<h3 class="cause-group">{esc(title)} ({len(keys)})</h3>')
+        parts += [_failure_html(anchors[key], key, m.failing[key], m, report_dir) for key in keys]
     parts.append("</div>")
     plots = load_plots(results) + needle_plot(results) + interference_plot(results) + context_plot(results) \
         + phase_plots(results)
     if plots:
         parts.append("<h2>Figures</h2><div class=\"plots\" id=\"plots\">" + "".join(plots) + "</div>")
+    else:
+        parts.append("<h2>Figures</h2><p id=\"no-figures\">None in this run: the throughput and latency plots "
+                     "need <code>-m load</code>, the needle and context plots <code>-m context</code>, the "
+                     "phase figures <code>-m perf</code>.</p>")
     parts.append(f"<script>{_SCRIPT}</script></body></html>")
     return "".join(parts) + "\n"
+
+
+def _failures_by_cause(causes: list[Cause], m: Matrix, anchors: dict) -> list[tuple[str, list]]:
+    """(cause title, failing cells) in the causes' order; a cell is listed under its first cause,
+    cells no cause names last."""
+    placed: set = set()
+    out = []
+    for n, cause in enumerate(causes, 1):
+        tests = set(cause.tests)
+        keys = [k for k in anchors if k not in placed and m.failing[k].test_id in tests
+                and (cause.kind != "check" or m.failing[k].check_id == cause.check_id)]
+        if keys:
+            placed.update(keys)
+            out.append((f"{n}. {cause.what}", keys))
+    rest = [k for k in anchors if k not in placed]
+    if rest:
+        out.append(("Other failures", rest))
+    return out
 
 
 def write_html(report_dir: Path, meta: dict[str, str], *, baseline: Any = None) -> Path | None:

@@ -7,6 +7,9 @@ Rules:
 - A row is a capture (client/version/case) or, for tests not tied to a capture, the test id;
   a cell is the worst outcome recorded for that row and check, in the order
   failed > error > warning > unverifiable > passed > info > skipped.
+- The root causes (`conformance.report.causes`) lead, at most ten lines, before the matrix; the
+  failures are listed under their cause, each with its layer. "answered by" names only models
+  that answered (`causes.answered_models`), `none` when nothing did.
 - `normalize(text)` removes what changes between identical runs (timestamps, the target's port,
   durations) so the self-tests can snapshot the matrix.
 """
@@ -22,6 +25,7 @@ from conformance.core.registry import lookup
 from conformance.core.results import Result, read_results
 from conformance.core.secrets import scrub_text
 from conformance.core.verdict import RANK
+from conformance.report.causes import answered_models, from_results, headline_lines
 
 SYMBOL = {"failed": "FAIL", "error": "ERROR", "warning": "warn", "unverifiable": "?", "passed": "ok",
           "info": "info", "skipped": "-"}
@@ -51,13 +55,19 @@ def matrix(results: list[Result]) -> tuple[list[str], list[str], dict[tuple[str,
 def render(results: list[Result], meta: dict[str, str]) -> str:
     rows, cols, cells = matrix(results)
     counts = Counter(cells.values())
+    failed = [r for r in results if r.outcome in ("failed", "error")]
     out = ["# Conformance summary", ""]
     for key, value in meta.items():
         out.append(f"- **{key}**: {value or '(unknown)'}")
-    answered = sorted({r.model for r in results if r.model})
-    if answered:
-        out.append(f"- **answered by**: {', '.join(answered)}")
+    if results:  # only models that answered: a run where nothing answered says so
+        out.append(f"- **answered by**: {', '.join(answered_models(results)) or 'none'}")
     out.append("")
+    causes = from_results(results)
+    if causes:
+        out.append(f"## Root causes ({len(causes)}), the most tests first")
+        out.append("")
+        out += headline_lines(causes)
+        out.append("")
     total = sum(counts.values())
     out.append(f"{total} verdicts: " + ", ".join(f"{counts[o]} {o}" for o in RANK if counts.get(o)))
     out.append("")
@@ -86,17 +96,23 @@ def render(results: list[Result], meta: dict[str, str]) -> str:
     out.append("Legend: ok passed, FAIL failed, ? unverifiable (the target does not reveal it), "
                "warn warning, - skipped. Failure folders: `failures/<test id>/`; the same matrix with the "
                "failures and figures: `report.html`.")
-    failed = [r for r in results if r.outcome in ("failed", "error")]
-    if failed:
+    if causes:
         out.append("")
-        out.append("## Failures")
-        seen: set[tuple[str, str]] = set()
-        for r in sorted(failed, key=lambda r: (row_of(r), r.check_id)):
-            if (r.test_id, r.check_id) in seen:
-                continue
-            seen.add((r.test_id, r.check_id))
-            where = f" — `{r.artifacts}`" if r.artifacts else ""
-            out.append(f"- `{r.test_id}` **{r.check_id}**: {r.message}{where}")
+        out.append("## Failures, by cause")
+        for n, cause in enumerate(causes, 1):
+            out += ["", f"**{n}. {cause.what}** — fix: {cause.fix}", ""]
+            out.append("| test | check | layer | message | failure folder |")
+            out.append("|---|---|---|---|---|")
+            seen: set[tuple[str, str]] = set()
+            tests = set(cause.tests)
+            for r in sorted((r for r in failed if r.test_id in tests), key=lambda r: (row_of(r), r.check_id)):
+                if (r.test_id, r.check_id) in seen or (cause.check_id and cause.kind == "check"
+                                                       and r.check_id != cause.check_id):
+                    continue
+                seen.add((r.test_id, r.check_id))
+                cells = [f"`{r.test_id}`", f"`{r.check_id}`", r.layer or "unattributed", r.message,
+                         f"`{r.artifacts}`" if r.artifacts else ""]
+                out.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
     return "\n".join(out) + "\n"
 
 

@@ -5,6 +5,9 @@ Rules:
   with `check_exchange` (or decides a check itself with `outcome`), then calls `finish()`.
 - Every verdict becomes one results record per check (passed ones too); records are written at
   `finish()` (or at teardown if the test stopped early), carrying the failure folder's path.
+- A test whose requests (none deliberately invalid) all went unanswered (no 2xx) and that found
+  no error otherwise is not a pass: it records `suite.request.accepted` as an error quoting the
+  first refusal, so the run's cause grouping counts it with the others that got that answer.
 - A test with error violations raises ConformanceFailure: the message is `format_failure` (the
   one renderer), the folder `reports/failures/<test id>/` holds what reproduces it, and the
   JUnit properties (check id, client, client version, capture, severity) are set on the item.
@@ -51,6 +54,7 @@ from conformance.net.client import serialize
 from conformance.net.transport import Deadlines
 from conformance.report.artifacts import write_failure_folder
 from conformance.report.reproduce import command_line, pytest_line, replay_line
+from conformance.report.causes import error_message
 from conformance.report.text import ConformanceFailure
 from conformance.suite.config import SuiteConfig, raw_options
 from conformance.suite.session import Sent, SuiteSession
@@ -234,6 +238,11 @@ class CheckContext:
         """Write the failure folder (on errors) and the records not written yet; set the JUnit
         properties. (title, folder or "", the reproduce lines)."""
         errors = self.errors
+        if not errors:
+            refused = self._nothing_answered()
+            if refused is not None:  # all "could not tell" because nothing answered: not a pass
+                self.outcome(suite_checks.REQUEST_ACCEPTED, "error", violations=[refused])
+                errors = self.errors
         folder = ""
         title = title or f"{self.item.name}: {len(errors)} violation(s)"
         reproduce = self.reproduce()
@@ -259,6 +268,21 @@ class CheckContext:
         self._recorded = len(self._results)
         self._set_properties(errors, folder)
         return title, folder, reproduce
+
+    def _nothing_answered(self) -> Violation | None:
+        """A violation when the test sent requests (none deliberately invalid) and not one got a
+        2xx answer: its verdicts, whatever they say, rest on nothing the target answered."""
+        sent = [s for s in self.exchanges if not s.expect_error]
+        if not sent or len(sent) != len(self.exchanges):
+            return None
+        if any(s.raw.status is not None and 200 <= s.raw.status < 300 for s in sent):
+            return None
+        raw = sent[0].raw
+        body = " ".join(error_message(raw.body()[:65536].decode("utf-8", errors="replace")).split())
+        seen = f"HTTP {raw.status}: {body}" if raw.status is not None else (raw.error or raw.error_kind or "no answer")
+        return violation(suite_checks.REQUEST_ACCEPTED,
+                         f"nothing answered: all {len(sent)} request(s) of this test were refused, so none of its "
+                         f"checks could be decided ({seen[:160]})", expected="a 2xx answer", seen=seen[:300])
 
     def _judged(self, sent: Sent) -> JudgedExchange:
         """One exchange with the target's verdict on it: the one `judge` gave, else judged now."""

@@ -35,6 +35,7 @@ from conformance.report.baseline import BaselineError
 from conformance.report.baseline import compare as compare_with_baseline
 from conformance.report.baseline import load as load_baseline
 from conformance.report.baseline import write as write_baseline
+from conformance.report.causes import MAX_SHOWN, SETUP_KINDS, from_results, headline_lines
 from conformance.report.compare import write_run_settings
 from conformance.report.html import write_html
 from conformance.report.summary import write_summary
@@ -42,6 +43,7 @@ from conformance.report.text import ConformanceFailure
 from conformance.suite.cases import all_cases, capture_wire, not_served_reason
 from conformance.suite.check_context import CheckContext, test_key
 from conformance.suite.config import ConfigError, SuiteConfig, cli_layer, raw_options
+from conformance.suite.preflight import check_target
 from conformance.suite.session import SuiteSession
 
 
@@ -80,6 +82,7 @@ def configure(config: pytest.Config, key, suite_dir: Path) -> None:
     # process makes the same choice.
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args[:] = [str(suite_dir)]
+    session.runs_bundled_suite = any(_in_suite(arg, suite_dir) for arg in config.args)
     if _is_controller(config) and not config.getoption("collectonly", False):
         try:
             prepare_report_dir(session.report_dir)
@@ -87,6 +90,11 @@ def configure(config: pytest.Config, key, suite_dir: Path) -> None:
             raise pytest.UsageError(f"conformance: {exc}") from None
     if workerinput is None:
         _progress_past_capture(config)
+
+
+def _in_suite(arg: str, suite_dir: Path) -> bool:
+    path = Path(arg.split("::", 1)[0]).resolve()
+    return path == suite_dir or suite_dir in path.parents
 
 
 def _progress_past_capture(config: pytest.Config) -> None:
@@ -113,6 +121,11 @@ def configure_node(node, key) -> None:
 def sessionstart(pytest_session: pytest.Session, session: SuiteSession) -> None:
     if not _is_controller(pytest_session.config):
         return
+    # the pre-flight guards the bundled suite; a project's own tests may not need the target at all
+    cause = check_target(session) if getattr(session, "runs_bundled_suite", False) else None
+    if cause is not None:  # nothing would answer: one line and exit 2, not one failure per test
+        session.preflight_cause = cause
+        pytest.exit(secrets.scrub_text(f"conformance: {cause.line()}"), returncode=2)
     session.detect_versions()
     try:
         from _pytest.junitxml import xml_key
@@ -302,6 +315,7 @@ def finish(pytest_session: pytest.Session, session: SuiteSession) -> None:
     cfg = session.config
     meta = {**run_facts(session), "salt": "on" if cfg.salt else "off", **not_run(pytest_session, session)}
     session.summary_path = write_summary(session.report_dir, meta)
+    session.causes = from_results(read_results(session.results_dir)) if session.results_dir.is_dir() else []
     # report.html and the run's settings (what `conformance report compare` reads), once, here
     if session.results_dir.is_dir():  # a run that recorded nothing (collect-only, no test) gets no report
         write_run_settings(session.results_dir, {**meta, "markers": config.getoption("markexpr", "") or ""},
@@ -321,6 +335,37 @@ def finish(pytest_session: pytest.Session, session: SuiteSession) -> None:
                 failures.setdefault(r.test_id, set()).add(r.check_id)
                 messages.setdefault(r.test_id, r.message[:120])
         session.baseline_written = write_baseline(cfg.baseline_write, failures, target=cfg.target or "", messages=messages)
+
+
+def terminal_causes(tr, session: SuiteSession) -> None:
+    """The run's root causes, at most ten lines, before pytest's failure sections."""
+    if not _is_controller(tr.config):
+        return
+    cause = getattr(session, "preflight_cause", None)
+    causes = [cause] if cause is not None else getattr(session, "causes", [])
+    if not causes:
+        return
+    tr.write_sep("=", f"conformance: {len(causes)} root cause(s), the most tests first")
+    for line in headline_lines(causes):
+        tr.write_line(secrets.scrub_text(line), red=True)
+    _point_failures_at_their_cause(tr, causes)
+
+
+def _point_failures_at_their_cause(tr, causes: list) -> None:
+    """A failure a cause of the setup explains (a key, a model name, a path: the same answer on
+    every failing request) is printed as one line naming that cause, not as its own block."""
+    cause_of: dict[str, int] = {}
+    for n, cause in enumerate(causes[:MAX_SHOWN], 1):
+        if cause.kind in SETUP_KINDS:
+            for test in cause.tests:
+                cause_of.setdefault(test, n)
+    if not cause_of:
+        return
+    for report in tr.stats.get("failed", []):
+        path, _, name = report.nodeid.partition("::")
+        n = cause_of.get(f"{Path(path).name}::{name}")
+        if n is not None and report.when == "call":
+            report.longrepr = secrets.scrub_text(f"root cause {n} (above): {causes[n - 1].what}")
 
 
 def terminal_summary(tr, session: SuiteSession) -> None:
@@ -345,5 +390,5 @@ def terminal_summary(tr, session: SuiteSession) -> None:
     written = getattr(session, "baseline_written", None)
     if written:
         tr.write_line(f"baseline written: {written}")
-    if session.target_down():
+    if session.target_down() and getattr(session, "preflight_cause", None) is None:
         tr.write_line(secrets.scrub_text(f"the target went down: {session.target_down()}"), red=True)

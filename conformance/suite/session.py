@@ -235,6 +235,27 @@ class SuiteSession:
         data = json.dumps(request, separators=(",", ":")).encode()
         return self.target.send_sync(wire, wire.generation_path, data, deadlines=deadlines)
 
+    def _ask_the_engine(self, engine_url: str) -> None:
+        """The engine behind the router names itself: its GET /version, else its /v1/models owned_by."""
+        engine = Target(engine_url, None, _PROBE)
+        for path in ("/version", "/v1/models"):
+            raw = engine.send_sync(None, path, method="GET", headers={"accept-encoding": "identity"}, deadlines=_PROBE)
+            if raw.response_headers.get("x-conformance-engine"):
+                self.versions["engine"] = raw.response_headers["x-conformance-engine"]
+                return
+            try:
+                doc = json.loads(raw.body().decode("utf-8")) if raw.status == 200 else None
+            except (UnicodeDecodeError, ValueError):
+                doc = None
+            if path == "/version" and isinstance(doc, dict) and doc.get("version"):
+                self.versions["engine"] = f"{doc['version']} (the engine's GET /version)"
+                return
+            data = doc.get("data") if isinstance(doc, dict) else None
+            owners = [m.get("owned_by") for m in data or [] if isinstance(m, dict) and m.get("owned_by")]
+            if owners:
+                self.versions["engine"] = f"{owners[0]} (owned_by in the engine's /v1/models)"
+                return
+
     def get_json(self, path: str) -> tuple[int | None, Any]:
         """GET a JSON document from the target (probe deadlines); (status, parsed or None)."""
         if self._down is not None:
@@ -261,7 +282,9 @@ class SuiteSession:
             if status == 200 and isinstance(doc, dict) and isinstance(doc.get("data"), list):
                 ids = [m.get("id") for m in doc["data"] if isinstance(m, dict) and m.get("id")]
                 owners = [m.get("owned_by") for m in doc["data"] if isinstance(m, dict) and m.get("owned_by")]
-                if owners:  # vLLM says "vllm", llama.cpp "llamacpp": the engine's name, not its version
+                # vLLM says "vllm", llama.cpp "llamacpp": the engine's name, not its version; a
+                # router's owned_by is the router's word (LiteLLM says "openai"), never the engine's
+                if owners and not self.config.engine_url and "router" not in self.versions:
                     self.versions.setdefault("engine", f"{owners[0]} (owned_by in /v1/models)")
             self._models = ids
         return self._models
@@ -304,6 +327,8 @@ class SuiteSession:
             if status == 200 and isinstance(doc, dict) and doc.get("version"):
                 self.versions["engine"] = f"{doc['version']} (GET /version)"
             self.models()
+        if self.config.engine_url and "engine" not in self.versions:
+            self._ask_the_engine(self.config.engine_url)
         if self.config.engine_version:
             self.versions["engine"] = self.config.engine_version
         if self.config.router_version:

@@ -1,6 +1,6 @@
 """Two real runs of the bundled suite through `conformance run` (the embedded reference engine as a
-subprocess): clean, and with one engine fault. Module-scoped per test file; the trimmed captures
-keep each run a few seconds."""
+subprocess): clean, and with one engine fault. Made once per session and only read (a test that
+changes a report folder copies it first); the trimmed captures keep each run a few seconds."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def conformance_run(cwd: Path, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def clean_run(tmp_path_factory) -> Path:
     cwd = tmp_path_factory.mktemp("clean")
     proc = conformance_run(cwd, f"--conformance-captures={SMALL}", REPLAY, "-p", "no:cacheprovider")
@@ -30,7 +30,7 @@ def clean_run(tmp_path_factory) -> Path:
     return cwd / "reports"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def faulty_run(tmp_path_factory) -> Path:
     cwd = tmp_path_factory.mktemp("faulty")
     proc = conformance_run(cwd, "--fault", "stop-sequence-missing", f"--conformance-captures={SMALL}", REPLAY,

@@ -14,6 +14,7 @@ from conformance.core.verdict import RANK
 from conformance.report.compare import (
     CompareError,
     compare,
+    is_quiet,
     load_run,
     render_html,
     render_markdown,
@@ -60,7 +61,8 @@ def test_clean_vs_engine_fault_lists_exactly_the_changed_verdicts(clean_run, fau
     proc = _cli("compare", str(clean_run), str(faulty_run), "--out", str(tmp_path / "cmp"), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     md = (tmp_path / "cmp" / "compare.md").read_text()
-    assert f"Verdicts that flipped ({len(got)})" in md and "| broke |" in md
+    loud = [f for f in c.flips if not is_quiet(f)]
+    assert f"Verdicts that flipped ({len(loud)}; " in md and "| broke |" in md
     assert "<table>" in (tmp_path / "cmp" / "compare.html").read_text()
 
 
@@ -145,3 +147,64 @@ def test_report_html_rerenders_a_copied_report_folder(faulty_run, tmp_path):
     assert proc.returncode == 2 and "no results/ folder" in proc.stderr
     proc = _cli(cwd=tmp_path)
     assert proc.returncode == 2 and "report compare RUN_A RUN_B" in proc.stderr
+
+
+def _records_run(root: Path, name: str, facts: dict, records: list[tuple[str, str, str, str, dict]]) -> Path:
+    """A run folder of (test, check, outcome, layer, details) records and its run.json."""
+    folder = root / name
+    w = ResultsWriter(folder / "results")
+    for test, check, outcome, layer, details in records:
+        w.write(Result(test_id=test, check_id=check, outcome=outcome, api="anthropic", layer=layer,
+                       message=f"{check} {outcome}", details=details))
+    write_run_settings(folder / "results", {"target": "t", "markers": "", **facts},
+                       {"api": "anthropic", "salt": False, "deadline_total": 180.0, "model_map": {}})
+    return folder
+
+
+def test_what_changed_leads_ranked_and_leaves_out_could_not_tell_flips(tmp_path):
+    a = _records_run(tmp_path, "a", {"engine": "reference"}, [
+        ("t::loop", "loop.completed", "passed", "", {"rng_seed": 7, "turns": 3}),
+        ("t::x", "suite.stream.incremental", "passed", "", {}),
+        ("t::y", "tools.call.offered", "failed", "engine", {}),
+        ("t::z", "suite.stop_sequence.honoured", "passed", "", {}),
+        ("t::w", "anthropic.stream.stop_sequence_present", "passed", "", {})])
+    b = _records_run(tmp_path, "b", {"router": "litellm 1.0"}, [
+        ("t::loop", "loop.completed", "passed", "", {"rng_seed": 8, "turns": 3}),
+        ("t::x", "suite.stream.incremental", "unverifiable", "", {}),
+        ("t::y", "tools.call.offered", "passed", "", {}),
+        ("t::z", "suite.stop_sequence.honoured", "warning", "", {}),
+        ("t::w", "anthropic.stream.stop_sequence_present", "failed", "router", {})])
+    c = compare(load_run(a), load_run(b))
+    md = render_markdown(c)
+    sections = [line for line in md.splitlines() if line.startswith("## ")]
+    assert sections[0] == "## What changed, most severe first", sections
+    headline = md.split("## What changed, most severe first", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in headline.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    # broke (a failure, router) first, then fixed, then a warning; passed -> unverifiable is left out
+    assert [r.split(" | ")[0].strip("| ") for r in rows] == ["broke", "fixed", "changed"], rows
+    assert "anthropic.stream.stop_sequence_present" in rows[0] and "suite.stream.incremental" not in headline
+    assert "1 only between passed and unverifiable" in md
+    # the seed is a setting, never a figure; the kind of stack differs, so settings are not "None"
+    assert not any("rng_seed" in f.figure for f in c.figures)
+    settings = {name: (va, vb) for name, va, vb in c.settings_differ}
+    assert settings["seeds (rng_seed) of 1 test(s)"] == ("t::loop=7", "t::loop=8")
+    assert settings["stack"] == ("engine (reference)", "router (litellm 1.0)")
+    assert "## Settings that differ\n\nNone." not in md
+
+
+def test_a_run_without_settings_is_not_said_to_have_none_that_differ(tmp_path):
+    a = _records_run(tmp_path, "a", {}, [("t::x", "suite.request.accepted", "passed", "", {})])
+    b = _records_run(tmp_path, "b", {}, [("t::x", "suite.request.accepted", "passed", "", {})])
+    (b / "results" / "run.json").unlink()
+    md = render_markdown(compare(load_run(a), load_run(b)))
+    settings = md.split("## Settings that differ", 1)[1].split("\n## ", 1)[0]
+    assert "None." not in settings and "(not recorded)" in settings, settings
+
+
+def test_compare_into_a_closed_pipe_exits_quietly(tmp_path):
+    a = _run_folder(tmp_path, "a", "anthropic")
+    b = _run_folder(tmp_path, "b", "anthropic", outcome="failed", message="x" * 200)
+    cmd = (f"{sys.executable} -m conformance.cli report compare {a} {b} --out {tmp_path / 'cmp'} | head -1")
+    proc = subprocess.run(["sh", "-c", cmd], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.stdout.strip() == "# Conformance comparison"
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr

@@ -97,7 +97,7 @@ def test_matrix_names_checks_by_area_with_hover_and_layer(tmp_path):
     html = render(recs, {"target": "t"}, baseline=baseline, report_dir=tmp_path)
     areas = re.findall(r'<th class="area" colspan="(\d+)">([a-z]+)</th>', html)
     assert [a for _, a in areas] == ["anthropic", "suite", "tools"]
-    assert dict((a, int(n)) for n, a in areas)["suite"] == 3
+    assert dict((a, int(n)) for n, a in areas)["suite"] == 3 + 1  # its checks and the row-name column
     # the header cells are names, not c1..cN, with the registry's text on hover
     assert '<span>stream.stop_sequence_present</span>' in html and ">c1<" not in html
     assert 'title="anthropic.stream.stop_sequence_present: message_delta.delta carries stop_sequence' in html
