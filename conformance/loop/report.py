@@ -44,7 +44,7 @@ class LoopReport(HasViolations):
     template: str
     rng_seed: int
     values: dict[str, Any]
-    sandbox_root: str
+    sandbox_root: str  # removed when the loop ends unless the driver keeps it
     turns: list[TurnRecord] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
     ended: str = ""  # final | turn_limit | exchange | driver
