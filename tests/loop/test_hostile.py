@@ -45,7 +45,7 @@ SECONDS = 20  # per loop, under load; each attempt alone used to take 14 s to mi
 
 def _cases():
     """Every scenario on every wire its attempts fit; the default run takes each scenario on one
-    wire (in turn, so all three are covered; ~5 s), the slow step the rest (~9 s)."""
+    wire (in turn, so all three are covered; 3-10 s on 2 loaded cores), the slow step the rest (5-13 s)."""
     for n, doc in enumerate(hostile.DOCUMENTS):
         wires = [w for w in LOOP_WIRES if doc["id"] not in hostile.CODEX_ONLY or w is RESPONSES]
         for wire in wires:
