@@ -14,6 +14,10 @@ Rules:
   that called tools (the client cannot go on); a turn without calls ends it with a final answer.
   The stop reason is judged only on a turn whose calls are well-formed (a cut last call is the
   stop reason's doing, `tools.call_cut`, not a malformed call).
+- What the sandbox stopped of a turn's tool calls (`SandboxIncidents`: an escape refused by a
+  rule, a limit reached) is a warning each (`loop.sandbox_refused`, `loop.sandbox_limit`): the
+  model's choice, not the stack's fault, and never the reason a loop fails; it names the tool,
+  the path or command and the rule or limit, so a report shows what a model tried.
 - In the results, a check that says how the loop ended (`loop_outcome`) passes only when the loop
   ended with a final answer; a check judged on every turn passes when no turn broke it.
 - Violations carry the 1-based turn in `where.turn`.
@@ -161,11 +165,29 @@ class LoopEnd:
     completion: Callable[[], list]  # the completion checks that do not hold (scenarios.CompletionFailure)
 
 
+class Incident(Protocol):
+    """What the sandbox stopped (`conformance.loop.sandbox.Incident`)."""
+
+    kind: str  # "refused" | "limit"
+    tool: str
+    subject: str  # the path or command the call named
+    rule: str  # the refusal rule, or the limit's name
+    message: str
+
+
+@dataclass(frozen=True)
+class SandboxIncidents:
+    """What the sandbox stopped while it ran turn `turn`'s tool calls."""
+
+    turn: int
+    incidents: list[Incident]
+
+
 def _at(moment: type, when: Callable[[Any], bool] = lambda _: True) -> Callable[[Any], bool]:
     return lambda subject: isinstance(subject, moment) and when(subject)
 
 
-def judge(subject: OutgoingRequest | JudgedTurn | LoopEnd) -> list[Violation]:
+def judge(subject: OutgoingRequest | JudgedTurn | SandboxIncidents | LoopEnd) -> list[Violation]:
     """Every loop check that applies to `subject`, in registry order: the violations found."""
     return [v for spec in checks_for("loop") if spec.applies_to(subject) for v in spec.run(subject)]
 
@@ -326,6 +348,49 @@ def tool_result_paired(request: OutgoingRequest) -> list[Violation]:
             expected=f"exactly one result for each of {want_ids}", seen=json.dumps(got_ids), turn=turn,
             pointer=f"/{request.wire.conversation_key}/{idx + 1}"))
     return out
+
+
+# ---------------------------------------------------------------------------------- the sandbox
+def _incidents(found: SandboxIncidents, kind: str, check_id: str, expected: str) -> list[Violation]:
+    return [violation(check_id, f"{i.tool}: {i.rule}: {i.message}", expected=expected,
+                      seen=f"{i.tool} {i.subject!r}", turn=found.turn)
+            for i in found.incidents if i.kind == kind]
+
+
+@check(
+    "loop.sandbox_refused",
+    "No tool call tried to reach outside the sandbox",
+    description="The sandbox refused a tool call by one of its rules (docs/loop.md: a path outside the working "
+    "directory or with '..', a link leading out, a shell operator, a variable or command substitution, a "
+    "program outside the allowlist, a patch path with shell metacharacters). The message names the tool, the "
+    "rule and the path or command. A warning: the model read the refusal as the tool's error and went on.",
+    likely_cause="the model tried to leave its working directory, run another program or read an environment "
+    "key (a hostile or confused model), or a router rewrote the tool call's arguments",
+    severity="warning",
+    scope="loop",
+    judges="model",
+    applies=_at(SandboxIncidents),
+)
+def sandbox_refused(found: SandboxIncidents) -> list[Violation]:
+    return _incidents(found, "refused", "loop.sandbox_refused", "tool calls inside the working directory")
+
+
+@check(
+    "loop.sandbox_limit",
+    "No tool call ran into a sandbox limit",
+    description="A tool call reached one of the sandbox's limits (docs/loop.md: time per call, output bytes "
+    "per call, bytes written, files created, path depth) and was stopped or cut there. The message names the "
+    "tool, the limit and the path or command. A warning: the model read the limit as the tool's error or a "
+    "cut result and went on.",
+    likely_cause="the model asked for more than an agent task needs (a deep tree, a flood of output or files, "
+    "a runaway search), on purpose or in a loop",
+    severity="warning",
+    scope="loop",
+    judges="model",
+    applies=_at(SandboxIncidents),
+)
+def sandbox_limit(found: SandboxIncidents) -> list[Violation]:
+    return _incidents(found, "limit", "loop.sandbox_limit", "tool calls within the sandbox's limits")
 
 
 # ---------------------------------------------------------------------------------- the loop's end

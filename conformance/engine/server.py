@@ -37,7 +37,7 @@ import traceback
 
 from aiohttp import web
 
-from conformance.engine import anthropic_route, metrics, openai_route, responses_route, wire
+from conformance.engine import anthropic_route, hostile, metrics, openai_route, responses_route, wire
 from conformance.engine import faults as fault_modes
 from conformance.engine import scenarios as engine_scenarios
 from conformance.engine.conversation import InvalidRequest
@@ -279,7 +279,8 @@ async def received_clear(request: web.Request):
 
 def build_app(config: EngineConfig) -> web.Application:
     folder = config.scenarios_dir or engine_scenarios.default_dir()
-    state = EngineState(config=config, scenarios=engine_scenarios.load_dir(folder))
+    # the hostile-model scenarios play beside any folder's: only their own [task:hostile-...] tags start them
+    state = EngineState(config=config, scenarios=engine_scenarios.load_dir(folder) + hostile.scenarios())
     app = web.Application(client_max_size=BODY_LIMIT, middlewares=[errors_middleware, record_middleware, variations_middleware])
     app[STATE] = state
     r = app.router

@@ -14,19 +14,45 @@ Rules:
 - The check runs each time a tool uses a path, on the disk as it is then, and the tool gets the
   fully resolved path (for a path without links: the root joined with it).
 - A refusal is a `SandboxError` whose text the model reads as the tool's result; nothing is
-  raised past the sandbox.
+  raised past the sandbox. A refused escape attempt is a `Refusal`, which names the rule it
+  broke (`REFUSAL_RULES`: the shell's and the patch's rules are listed here too, so the rules
+  have one table); the loop reports each as `loop.sandbox_refused`.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 MAX_LINKS = 40  # as the kernel's ELOOP limit: a longer chain is a loop
 
 
+# rule -> what it refuses (docs/loop.md lists them)
+REFUSAL_RULES = {
+    "outside_root": "a path outside the working directory",
+    "parent_dir": "a path that uses '..'",
+    "symlink_out": "a path through a symbolic link that leads outside the working directory",
+    "link_loop": "a chain of symbolic links too long to be anything but a loop",
+    "nul_byte": "a path with a NUL byte",
+    "shell_operator": "a shell operator other than '&&', '>' and '>>'",
+    "substitution": "a variable or command substitution ($, backticks): environment keys stay unread",
+    "multi_line": "a newline outside quotes (a second command line)",
+    "command_not_allowed": "a program outside the sandbox's allowlist (network tools, interpreters, ...)",
+    "patch_path": "a patch path with shell metacharacters or control characters",
+}
+
+
 class SandboxError(Exception):
     """A refusal the model gets to read as a tool error (escape, unknown tool, bad arguments)."""
+
+
+class Refusal(SandboxError):
+    """An escape attempt refused by a named rule (a key of REFUSAL_RULES)."""
+
+    def __init__(self, rule: str, text: str) -> None:
+        super().__init__(text)
+        self.rule = rule
 
 
 def _under(root: Path, path: Path) -> list[str] | None:
@@ -39,12 +65,12 @@ def _inside(root: Path, path: Path) -> bool:
     return path == root or root in path.parents
 
 
-def _escape(path: str, candidate: Path, root: Path, link: Path | None = None) -> SandboxError:
+def _escape(path: str, candidate: Path, root: Path, link: Path | None = None) -> Refusal:
     real = Path(os.path.realpath(candidate))
     if link is not None and _inside(root, real):
-        return SandboxError(f"path {path!r} goes through the symlink {link}, which leads outside the working "
+        return Refusal("symlink_out", f"path {path!r} goes through the symlink {link}, which leads outside the working "
                             f"directory {root}; access outside the working directory is not allowed")
-    return SandboxError(f"path {path!r} resolves to {real}, outside the working directory {root}; "
+    return Refusal("outside_root" if link is None else "symlink_out", f"path {path!r} resolves to {real}, outside the working directory {root}; "
                         "access outside the working directory is not allowed")
 
 
@@ -53,10 +79,10 @@ def confine(root: Path, path: str) -> Path:
     if not isinstance(path, str) or not path.strip():
         raise SandboxError("a file path is required")
     if "\x00" in path:
-        raise SandboxError("the path contains a NUL byte")
+        raise Refusal("nul_byte", "the path contains a NUL byte")
     raw = Path(path.strip())
     if ".." in raw.parts:
-        raise SandboxError(f"path {path!r} uses '..'; only paths inside {root} are allowed")
+        raise Refusal("parent_dir", f"path {path!r} uses '..'; only paths inside {root} are allowed")
     candidate = raw if raw.is_absolute() else root / raw
     pending = _under(root, candidate)
     if pending is None:
@@ -77,7 +103,7 @@ def confine(root: Path, path: str) -> Path:
             continue
         links += 1
         if links > MAX_LINKS:
-            raise SandboxError(f"path {path!r}: too many levels of symbolic links")
+            raise Refusal("link_loop", f"path {path!r}: too many levels of symbolic links")
         link = step
         target = Path(os.readlink(step))
         if target.is_absolute():
@@ -90,11 +116,13 @@ def confine(root: Path, path: str) -> Path:
     return current
 
 
-def walk(root: Path, base: Path) -> list[Path]:
+def walk(root: Path, base: Path, tick: Callable[[], None] = lambda: None) -> list[Path]:
     """Every file under `base`, sorted, hidden directories left out, each as reached (not
-    resolved); a file that a link leads out of the root is left out."""
+    resolved); a file that a link leads out of the root is left out. `tick` runs at every
+    directory (the caller's time limit)."""
     out = []
     for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
+        tick()
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in sorted(filenames):
             full = Path(dirpath) / name

@@ -10,6 +10,10 @@ Rules:
   before turn k+1 goes, the driver's own request (every tool call id answered exactly once,
   thinking sent back unchanged); after each turn, its exchange, its calls and its stop reason; at
   the end, the turn limit and the task on disk. The driver decides nothing a check decides.
+- The sandbox runs under its limits (`conformance.loop.limits`, each call's time within the
+  turn deadline); what it stopped in a turn's calls is judged after the turn
+  (`SandboxIncidents`: `loop.sandbox_refused`, `loop.sandbox_limit`). The sandbox is removed when
+  the loop ends, failed or not, unless `keep_sandbox` is set.
 - `check_outgoing` is a module function, not a method, so a subclass that breaks the bookkeeping
   (the self-tests' broken drivers override `echo_assistant`, `result_messages`, `run_call`)
   cannot also silence it.
@@ -33,10 +37,19 @@ from pathlib import Path
 from typing import Any
 
 from conformance.checks.exchange import check_exchange
-from conformance.checks.loop import CheckedCall, JudgedTurn, LoopEnd, OutgoingRequest, judge, parse_calls
+from conformance.checks.loop import (
+    CheckedCall,
+    JudgedTurn,
+    LoopEnd,
+    OutgoingRequest,
+    SandboxIncidents,
+    judge,
+    parse_calls,
+)
 from conformance.clients.persona import Persona, persona_by_shape, tool_key
 from conformance.core.failures import Violation
 from conformance.loop.conversation import conversation_for
+from conformance.loop.limits import SandboxLimits
 from conformance.loop.report import LoopReport, TurnRecord
 from conformance.loop.sandbox import Sandbox
 from conformance.loop.scenarios import Scenario, check_completion
@@ -96,7 +109,8 @@ class LoopDriver:
     def __init__(self, target: str, wire: Dialect, *, model: str | None = None, expect_model: str | None = None,
                  api_key: str | None = None, deadlines: Deadlines | None = None, template: Template | None = None,
                  captured_root: Path | str | None = None, workdir: Path | str | None = None,
-                 keep_sandbox: bool = False, sender=None, salt_token: str | None = None) -> None:
+                 keep_sandbox: bool = False, sender=None, salt_token: str | None = None,
+                 limits: SandboxLimits | None = None) -> None:
         self.target = target
         self.wire = wire
         self.conversation = conversation_for(wire)  # how the client carries the conversation on
@@ -114,6 +128,7 @@ class LoopDriver:
         # The suite passes its session's sender so a dead target is noticed once for the whole run.
         self.sender = sender
         self.salt_token = salt_token  # --conformance-salt: a run token at the start of the system prompt
+        self.limits = limits or SandboxLimits()  # the sandbox's, each call's time kept within the deadline
         self._message: Any = None  # the accumulated message whose calls are being answered
 
     # ----- hooks (overridden only by self-tests)
@@ -142,7 +157,8 @@ class LoopDriver:
         start = time.monotonic()
         try:
             state = self._first_request(template, scenario, root, report)
-            sandbox = Sandbox(root, persona_for(template, state.body, self.wire))
+            sandbox = Sandbox(root, persona_for(template, state.body, self.wire),
+                              limits=self.limits.within(self.deadlines.total))
             sandbox.seed(scenario.seed_files(values))
             report.ended = self._turns(state, sandbox, report, limit)
             last = report.turns[-1].turn if report.turns else None
@@ -151,7 +167,7 @@ class LoopDriver:
                 lambda: check_completion(scenario, values, sandbox.read_text))))
         finally:
             report.elapsed = time.monotonic() - start
-            if not self.keep_sandbox and report.passed:
+            if not self.keep_sandbox:  # passed or not: what a model wrote goes with its sandbox
                 shutil.rmtree(root, ignore_errors=True)
         return report
 
@@ -201,6 +217,7 @@ class LoopDriver:
             if any(v.is_error for v in found):
                 return "exchange"
             record.outcomes = [self.run_call(sandbox, c) for c in record.calls]
+            report.violations.extend(judge(SandboxIncidents(turn, sandbox.take_incidents())))
             self._next_request(state, record, judged.message)
         return "turn_limit"
 

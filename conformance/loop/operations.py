@@ -12,19 +12,28 @@ Rules:
   A refusal is a `SandboxError`; the sandbox words it as the client's error.
 - An existing file must have been read (or written) in this session before it is overwritten or
   edited, when the persona says the client keeps that rule (`read_before_write`).
+- Every write goes through the sandbox's guard (`conformance.loop.limits`), and every loop over
+  files or lines checks the call's time limit (`guard.tick()`).
+- Regular expressions are Google's RE2 (`google-re2`): it matches in time linear in the text,
+  so a pattern with nested quantifiers (`(a+)+$`) cannot stall a call. A timeout around Python's
+  backtracking `re` would not do: a match holds the GIL and cannot be interrupted from a thread,
+  and a subprocess per call costs more than the search. RE2's syntax is that of the regex crate
+  behind ripgrep, which Claude Code's and opencode's Grep run: no backreferences, no lookaround.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import re
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+import re2
+
 from conformance.clients.persona import Persona, ToolBinding
 from conformance.loop.confinement import SandboxError, walk
+from conformance.loop.limits import Guard
 from conformance.loop.patch import PatchError, apply_patch_text
 from conformance.loop.shell import Shell
 from conformance.loop.voices import Hit, ToolOutcome, Voice
@@ -40,6 +49,7 @@ class Workspace(Protocol):
     persona: Persona
     voice: Voice
     shell: Shell
+    guard: Guard
     known_files: set[str]
 
     def resolve(self, path: str) -> Path: ...
@@ -103,8 +113,7 @@ def write(box: Workspace, a: Arguments) -> ToolOutcome:
         raise SandboxError(f"{p} is a directory")
     if existed and _unread(box, p):
         raise SandboxError(box.voice.unread(p))
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(content, encoding="utf-8")
+    box.guard.write(p, content)
     box.remember(p)
     return box.voice.written(p, existed)
 
@@ -125,7 +134,7 @@ def edit(box: Workspace, a: Arguments) -> ToolOutcome:
         raise SandboxError(box.voice.edit_not_found(old))
     if count > 1 and not replace_all:
         raise SandboxError(box.voice.edit_ambiguous(count, old))
-    p.write_text(text.replace(old, new) if replace_all else text.replace(old, new, 1), encoding="utf-8")
+    box.guard.write(p, text.replace(old, new) if replace_all else text.replace(old, new, 1))
     return box.voice.edited(p)
 
 
@@ -160,8 +169,9 @@ def patch(box: Workspace, a: Arguments) -> ToolOutcome:
         return box.voice.patch_refused(MISSING_PATCH)
     start = time.monotonic()
     try:
-        summary = apply_patch_text(box.root, text)
+        summary = apply_patch_text(box.root, text, box.guard)
     except (PatchError, SandboxError, OSError, UnicodeError) as exc:
+        box.notice(exc)
         return box.voice.patch_refused(str(exc))
     return box.voice.patch_applied(summary, time.monotonic() - start)
 
@@ -176,7 +186,7 @@ def glob(box: Workspace, a: Arguments) -> ToolOutcome:
     pattern = a.get("pattern", required=True)
     pat = pattern[2:] if pattern.startswith("./") else pattern
     hits = []
-    for f in walk(box.root, base):
+    for f in walk(box.root, base, box.guard.tick):
         rel = f.relative_to(base).as_posix()
         if fnmatch.fnmatch(rel, pat) or ("/" not in pat and fnmatch.fnmatch(f.name, pat)) or (
                 pat.startswith("**/") and fnmatch.fnmatch(rel, pat[3:])):
@@ -189,27 +199,40 @@ def grep(box: Workspace, a: Arguments) -> ToolOutcome:
     mode = a.get("mode")
     pattern = a.get("pattern", required=True)
     include = a.get("include")
-    try:
-        rx = re.compile(pattern, re.IGNORECASE if a.flag("ignore_case") else 0)
-    except re.error as exc:
-        raise SandboxError(f"invalid regular expression {pattern!r}: {exc}") from None
+    rx = _regex(pattern, a.flag("ignore_case"))
     hits: list[Hit] = []
-    for f in [base] if base.is_file() else walk(box.root, base):
+    for f in [base] if base.is_file() else walk(box.root, base, box.guard.tick):
         if include and not fnmatch.fnmatch(f.name, include):
             continue
         try:
             text = f.read_text(encoding="utf-8")
         except (UnicodeDecodeError, OSError):
             continue
-        hits.extend((f, n, line) for n, line in enumerate(text.split("\n"), 1) if rx.search(line))
+        for n, line in enumerate(text.split("\n"), 1):
+            if n % 1024 == 0:
+                box.guard.tick()
+            if rx.search(line):
+                hits.append((f, n, line))
     return box.voice.grep_result(hits, mode)
+
+
+def _regex(pattern: str, ignore_case: bool) -> Any:
+    """`pattern` compiled by RE2 (see the header: linear time), or SandboxError saying why not."""
+    options = re2.Options()
+    options.case_sensitive = not ignore_case
+    options.log_errors = False  # the error reaches the model as the tool's result, not stderr
+    try:
+        return re2.compile(pattern, options)
+    except re2.error as exc:
+        detail = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else exc
+        raise SandboxError(f"invalid regular expression {pattern!r}: {detail}") from None
 
 
 def listing(box: Workspace, a: Arguments) -> ToolOutcome:
     base = _base(box, a)
     if not base.is_dir():
         raise SandboxError(f"{base} is not a directory")
-    return box.voice.listing(base, list(base.iterdir()), walk(box.root, base))
+    return box.voice.listing(base, list(base.iterdir()), walk(box.root, base, box.guard.tick))
 
 
 OPERATIONS: dict[str, Callable[[Workspace, Arguments], ToolOutcome]] = {

@@ -14,7 +14,10 @@ Rules:
   `..`, an absolute path not under the root and a link leading out are refused); a patch's path
   must also be a plain name: NUL or control characters and shell metacharacters are refused.
 - The whole patch is checked and computed before anything is written, so a refused patch changes
-  nothing on disk. A refusal is a `PatchError` (or the confinement's `SandboxError`) whose text
+  nothing on disk; the writes then go through the sandbox's guard (`conformance.loop.limits`),
+  which charges them all before the first reaches the disk.
+- Finding a chunk's lines is linear in the file and the chunk (Knuth-Morris-Pratt over lines,
+  once per whitespace rule), so a chunk that matches nowhere costs no more than one that matches. A refusal is a `PatchError` (or the confinement's `SandboxError`) whose text
   says which line or path is wrong and why; how it is worded to the model is the voice's.
 """
 
@@ -23,7 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conformance.loop.confinement import confine
+from conformance.loop.confinement import Refusal, confine
+from conformance.loop.limits import Guard
 
 BEGIN, END = "*** Begin Patch", "*** End Patch"
 ADD, DELETE, UPDATE, MOVE = "*** Add File: ", "*** Delete File: ", "*** Update File: ", "*** Move to: "
@@ -34,6 +38,13 @@ PATH_METACHARACTERS = set("$`;|&<>(){}[]*?!~'\"\\#")
 
 class PatchError(ValueError):
     """A patch Codex's parser would refuse, or one that reaches outside the sandbox."""
+
+
+class PatchPathRefused(PatchError, Refusal):
+    """A patch path a shell would give meaning to (rule `patch_path`)."""
+
+    def __init__(self, text: str) -> None:
+        Refusal.__init__(self, "patch_path", text)
 
 
 @dataclass
@@ -149,6 +160,27 @@ def _parse_chunk(body: list[str], start: int, *, first: bool) -> tuple[Chunk, in
 
 
 # ---------------------------------------------------------------------------------- applying
+def _find(lines: list[str], pattern: list[str]) -> int | None:
+    """The first index where `pattern` occurs in `lines` (Knuth-Morris-Pratt: linear time)."""
+    fail = [0] * len(pattern)  # fail[i]: the longest proper border of pattern[:i + 1]
+    k = 0
+    for i in range(1, len(pattern)):
+        while k and pattern[i] != pattern[k]:
+            k = fail[k - 1]
+        if pattern[i] == pattern[k]:
+            k += 1
+        fail[i] = k
+    k = 0
+    for i, line in enumerate(lines):
+        while k and line != pattern[k]:
+            k = fail[k - 1]
+        if line == pattern[k]:
+            k += 1
+            if k == len(pattern):
+                return i - k + 1
+    return None
+
+
 def _seek(lines: list[str], pattern: list[str], start: int, end_of_file: bool) -> int | None:
     """Where `pattern` occurs in `lines` at or after `start`: exact, then ignoring trailing
     whitespace, then ignoring surrounding whitespace (Codex's seek_sequence order)."""
@@ -159,10 +191,9 @@ def _seek(lines: list[str], pattern: list[str], start: int, end_of_file: bool) -
     last = len(lines) - len(pattern)
     first = last if end_of_file and last >= start else start
     for norm in (lambda s: s, str.rstrip, str.strip):
-        want = [norm(p) for p in pattern]
-        for at in range(first, last + 1):
-            if [norm(x) for x in lines[at:at + len(pattern)]] == want:
-                return at
+        found = _find([norm(x) for x in lines[first:]], [norm(p) for p in pattern])
+        if found is not None:
+            return first + found
     return None
 
 
@@ -202,7 +233,7 @@ def _check_name(path: str) -> None:
     bad = sorted({c for c in path if c in PATH_METACHARACTERS or ord(c) < 32 or c == "\x7f"})
     if bad:
         shown = ", ".join(repr(c) for c in bad)
-        raise PatchError(f"path {path!r} contains shell metacharacters or control characters ({shown}); "
+        raise PatchPathRefused(f"path {path!r} contains shell metacharacters or control characters ({shown}); "
                          "use a plain relative path inside the working directory")
 
 
@@ -212,9 +243,22 @@ def _confined(root: Path, path: str) -> Path:
     return confine(root, path)
 
 
-def apply_patch_text(root: Path, text: str) -> list[str]:
+def _missing_dirs(root: Path, files) -> set[Path]:
+    """The directories that writing `files` creates (each counts against the sandbox's file limit)."""
+    missing = set()
+    for p in files:
+        at = p.parent
+        while at != root and at not in missing and not at.exists():
+            missing.add(at)
+            at = at.parent
+    return missing
+
+
+def apply_patch_text(root: Path, text: str, guard: Guard | None = None) -> list[str]:
     """Apply a patch inside `root` (the sandbox's real root); returns the `A|M|D path` summary lines. Computes every
-    file's new state first and writes only when the whole patch applies."""
+    file's new state first and writes only when the whole patch applies (through `guard`, the
+    sandbox's limits: all writes charged before the first)."""
+    guard = guard or Guard(root)
     ops = parse_patch(text)
     if not ops:
         raise PatchError("No files were modified.")
@@ -231,7 +275,8 @@ def apply_patch_text(root: Path, text: str) -> list[str]:
         return p.read_text(encoding="utf-8")
 
     for op in ops:
-        p = _confined(root, op.path)
+        guard.tick()
+        p = guard.check_depth(_confined(root, op.path))
         if op.kind == "add":
             if p.is_dir():
                 raise PatchError(f"Failed to write file {p}: Is a directory (os error 21)")
@@ -246,7 +291,7 @@ def apply_patch_text(root: Path, text: str) -> list[str]:
         else:
             new_text = apply_chunks(current(p), op.chunks, str(p))
             if op.move_to is not None:
-                dest = _confined(root, op.move_to)
+                dest = guard.check_depth(_confined(root, op.move_to))
                 if dest.is_dir():
                     raise PatchError(f"Failed to write file {dest}: Is a directory (os error 21)")
                 staged[dest] = new_text
@@ -256,11 +301,14 @@ def apply_patch_text(root: Path, text: str) -> list[str]:
             else:
                 staged[p] = new_text
                 summary.append(f"M {op.path}")
+    writes = {p: new for p, new in staged.items() if new is not None}
+    guard.charge_bytes(sum(len(new.encode("utf-8")) for new in writes.values()))
+    guard.charge_created(sum(not p.exists() for p in writes) + len(_missing_dirs(root, writes)))
     for p, new in staged.items():
         if new is None:
             if p.is_file():
                 p.unlink()
         else:
-            p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_text(new, encoding="utf-8")
+            p.parent.mkdir(parents=True, exist_ok=True)  # the depth is checked: no deep recursion
+            p.write_bytes(new.encode("utf-8"))
     return summary

@@ -45,7 +45,7 @@ class LoopReport(HasViolations):
     template: str
     rng_seed: int
     values: dict[str, Any]
-    sandbox_root: str
+    sandbox_root: str  # removed when the loop ends unless the driver keeps it
     turns: list[TurnRecord] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
     ended: str = ""  # final | turn_limit | exchange | driver
@@ -84,6 +84,16 @@ class LoopReport(HasViolations):
             calls = ", ".join(c.name for c in t.calls) or "-"
             parts.append(f"#{t.turn} stop={t.stop_reason} calls=[{calls}]")
         return "; ".join(parts)
+
+    def violations_of(self, result: Result) -> list[Violation]:
+        """The violations a record of `results()` stands for: an exchange check's of its turn, a
+        loop check's of every turn (a warning such as loop.sandbox_refused may recur), none for
+        loop.completed (it sums up the others)."""
+        if result.check_id == "loop.completed":
+            return []
+        whole_loop = result.check_id in {spec.id for spec in checks_for("loop")}
+        return [v for v in self.violations
+                if v.check_id == result.check_id and (whole_loop or v.where.turn == result.turn)]
 
     def results(self, test_id: str, *, model: str = "", duration_s: float | None = None) -> list[Result]:
         """Result records: every exchange check per turn, then the loop checks."""

@@ -58,8 +58,7 @@ def test_loop(scenario, wire, conformance_ctx, tmp_path):
     test_id = ctx.key
     for r in report.results(test_id, model=ctx.model):
         ctx.outcome(r.check_id, r.outcome, message=r.message, details=r.details, turn=r.turn,
-                    violations=[v for v in report.violations if v.check_id == r.check_id and v.where.turn == r.turn]
-                    if r.check_id != "loop.completed" else [])
+                    violations=report.violations_of(r))
     ctx.extra.update({"client": f"{report.client} (template {report.template})",
                       "rng seed": str(report.rng_seed), "turns": report.turn_summary()})
     ctx.finish(report.title())

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from conformance.checks.loop import JudgedTurn, LoopEnd, judge, loop_outcome, parse_calls
+from conformance.checks.loop import JudgedTurn, LoopEnd, SandboxIncidents, judge, loop_outcome, parse_calls
 from conformance.core.registry import checks_for, violation
 from conformance.wire import ANTHROPIC, CHAT
 
@@ -19,8 +19,23 @@ def _turn(message: dict, wire=CHAT, *, errors=(), violations=(), offered=("read"
 def test_the_loop_checks_carry_their_code_in_registry_order() -> None:
     assert [s.id for s in checks_for("loop")] == [
         "loop.exchange_failed", "loop.tool_call_wellformed", "loop.stop_reason", "loop.thinking_preserved",
-        "loop.tool_result_paired", "loop.turn_limit", "loop.completion_check"]
+        "loop.tool_result_paired", "loop.sandbox_refused", "loop.sandbox_limit", "loop.turn_limit",
+        "loop.completion_check"]
     assert {s.id: s.judges for s in checks_for("loop")}["loop.completion_check"] == "model"
+
+
+def test_what_the_sandbox_stopped_is_a_warning_naming_tool_rule_and_command() -> None:
+    refused = SimpleNamespace(kind="refused", tool="Bash", subject="cat /etc/passwd", rule="outside_root",
+                              message="path '/etc/passwd' resolves to /etc/passwd, outside the working directory")
+    limit = SimpleNamespace(kind="limit", tool="Write", subject="/w/big", rule="written_bytes",
+                            message="sandbox limit written_bytes reached")
+    found = judge(SandboxIncidents(3, [refused, limit]))
+    assert [(v.check_id, v.severity, v.where.turn) for v in found] == [
+        ("loop.sandbox_refused", "warning", 3), ("loop.sandbox_limit", "warning", 3)]
+    assert found[0].message.startswith("Bash: outside_root: ") and "cat /etc/passwd" in found[0].seen
+    assert judge(SandboxIncidents(1, [])) == []
+    assert loop_outcome("loop.sandbox_refused", found[:1], "exchange") == "warning"
+    assert loop_outcome("loop.sandbox_limit", [], "exchange") == "passed"
 
 
 def test_parse_calls_flags_malformed_calls() -> None:

@@ -41,3 +41,20 @@ def test_a_broken_loop_names_its_first_broken_turn_and_gives_no_verdict_on_its_e
     assert not {"loop.completion_check", "loop.stop_reason", "loop.turn_limit", "loop.exchange_failed"} & set(outcomes)
     with pytest.raises(ConformanceFailure, match="broke at turn 2"):
         report.raise_for_failure()
+
+
+def test_sandbox_warnings_of_every_turn_reach_the_records_and_the_failure_text() -> None:
+    refused = [violation("loop.sandbox_refused", f"Bash: outside_root: path '/etc/passwd' resolves outside (turn {n})",
+                         seen="Bash 'cat /etc/passwd'", turn=n) for n in (1, 2)]
+    broken = violation("loop.completion_check", "sum.txt: the completion check `equals` does not hold", turn=2)
+    report = _report("final", *refused, broken)
+    assert report.check_ids == ["loop.completion_check"]  # a warning never fails a loop by itself
+    [record] = [r for r in report.results("t") if r.check_id == "loop.sandbox_refused"]
+    assert record.outcome == "warning" and len(record.violations) == 2
+    assert report.violations_of(record) == refused
+    assert report.violations_of(report.results("t")[-1]) == []  # loop.completed sums up the others
+    with pytest.raises(ConformanceFailure) as caught:
+        report.raise_for_failure()
+    text = str(caught.value)
+    assert text.count("loop.sandbox_refused") == 2 and "outside_root" in text and "cat /etc/passwd" in text
+    assert _report("final", *refused).passed

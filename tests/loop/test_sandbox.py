@@ -56,6 +56,9 @@ def test_escapes_are_refused(box: Sandbox, outside: Path, how: str, op: str) -> 
     assert "top secret" not in out.text
     assert (outside / "secret.txt").read_text() == "top secret\n"
     assert not (outside / "pwned").exists()
+    rule = {"absolute": "outside_root", "dotdot": "parent_dir"}.get(how, "symlink_out")
+    [incident] = box.take_incidents()
+    assert (incident.kind, incident.tool, incident.rule, incident.subject) == ("refused", n[op], rule, target)
 
 
 def test_write_through_symlinked_parent_creates_nothing_outside(box: Sandbox, outside: Path) -> None:
