@@ -11,7 +11,6 @@ Rules:
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path

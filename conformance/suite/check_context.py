@@ -53,8 +53,8 @@ from conformance.layers.hop import body_sha256, log_total
 from conformance.net.client import serialize
 from conformance.net.transport import Deadlines
 from conformance.report.artifacts import write_failure_folder
-from conformance.report.reproduce import command_line, pytest_line, replay_line
 from conformance.report.causes import error_message
+from conformance.report.reproduce import command_line, pytest_line, replay_line
 from conformance.report.text import ConformanceFailure
 from conformance.suite.config import SuiteConfig, raw_options
 from conformance.suite.session import Sent, SuiteSession
