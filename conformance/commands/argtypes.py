@@ -71,9 +71,9 @@ def positive_number(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number: give a number above 0, e.g. 2 or 0.5") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number: give a positive number, e.g. 2 or 0.5") from None
     if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"{text} must be a finite number above 0, e.g. 2 or 0.5")
+        raise argparse.ArgumentTypeError(f"{text} must be a positive finite number (above 0), e.g. 2 or 0.5")
     return value
 
 

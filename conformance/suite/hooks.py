@@ -122,7 +122,9 @@ def sessionstart(pytest_session: pytest.Session, session: SuiteSession) -> None:
     if not _is_controller(pytest_session.config):
         return
     # the pre-flight guards the bundled suite; a project's own tests may not need the target at all
-    cause = check_target(session) if getattr(session, "runs_bundled_suite", False) else None
+    # nor does a collection-only run, which sends nothing
+    needs_target = getattr(session, "runs_bundled_suite", False) and not pytest_session.config.option.collectonly
+    cause = check_target(session) if needs_target else None
     if cause is not None:  # nothing would answer: one line and exit 2, not one failure per test
         session.preflight_cause = cause
         pytest.exit(secrets.scrub_text(f"conformance: {cause.line()}"), returncode=2)

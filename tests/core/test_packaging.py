@@ -18,7 +18,7 @@ def wheel(tmp_path_factory) -> Path:
         capture_output=True, text=True, timeout=600,
     )
     assert proc.returncode == 0, f"building the wheel failed:\n{proc.stdout}\n{proc.stderr}"
-    (whl,) = out.glob("conformance-*.whl")
+    (whl,) = out.glob("agent_loop_conformance-*.whl")
     return whl
 
 

@@ -28,11 +28,16 @@ ENV_VALUE = "env-token-SECRET-4c2e"
 
 
 def echoing_app() -> web.Application:
-    """Every route answers 401 and echoes what it was sent: the headers' credentials and the
-    environment key, in the body (JSON error) and in a header."""
+    """Every generation route answers 401 and echoes what it was sent: the headers' credentials
+    and the environment key, in the body (JSON error) and in a header. The model list answers
+    (echoing them in a header too), as a router that checks keys only on generations does, so the
+    run's pre-flight lets the tests go on and each test records its 401s."""
 
     async def handle(request: web.Request) -> web.Response:
         seen = " ".join(request.headers.get(h, "") for h in ("x-api-key", "authorization"))
+        if request.method == "GET" and request.path.rstrip("/").endswith("/models"):
+            return web.json_response({"object": "list", "data": [{"id": "echo-model", "object": "model"}]},
+                                     headers={"x-echo-credentials": seen, "x-echo-env": ENV_VALUE})
         text = f"invalid credentials: {seen} (also known: {ENV_VALUE}; user {USER}:{PASSWORD})"
         body = json.dumps({"type": "error", "error": {"type": "authentication_error", "message": text}})
         return web.Response(status=401, text=body, content_type="application/json",
