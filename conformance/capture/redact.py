@@ -19,6 +19,9 @@ Rules:
   session/user/device/account. Pseudonyms keep the shape of the value (a UUID stays a UUID, 64
   hex stays 64 hex, `ses_` + N chars stays so) and are numbered in order of first sight, so a
   recapture with the same client gets the same pseudonyms.
+- The home folder, the working folders the requests name and the login name become stable
+  placeholders everywhere (on by default, `local_folders`; `conformance.capture.folders`).
+- An id with a prefix before a UUID (`qwen-code:<uuid>`) keeps its prefix and its UUID's shape.
 - Vendor prose filler (optional, `prose_filler=True`, used for the committed corpus): system
   prompts (Responses `instructions` and developer/system input items too), mid-conversation
   system messages, `<system-reminder>` and other client-injected user
@@ -26,9 +29,12 @@ Rules:
   same UTF-8 byte length (letters and digits become filler letters, a non-ASCII character
   becomes as many ASCII letters as its UTF-8 bytes; whitespace and ASCII punctuation stay, so
   the compact JSON serialisation has exactly the original size). Kept verbatim: XML-like tags,
-  `[task:...]` tags, `working directory:` lines (the reference engine reads them), the
+  `[task:...]` tags, `working directory:` / `working in the directory:` lines (the reference engine reads them), the
   `x-anthropic-billing-header:` line, the user's own prompt (`keep_texts`), tool results,
-  assistant turns, field names, schemas, enums and headers.
+  assistant turns, field names, schemas, enums and headers. The prose a Responses answer echoes
+  from its request (`instructions` and tool descriptions in `response.created` /
+  `response.completed`) gets the same filler in the response bytes (each string the filler
+  changed in `instructions` and `tools`, JSON-escaped both ways).
 - Report copies (`redact_credentials`, used by conformance.report.artifacts for failure folders):
   what the suite itself sent carries the user's real key, so the value of every credential
   header (`conformance.net.client.CREDENTIAL_HEADERS`, the same names the replay drops from a
@@ -43,6 +49,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.capture.folders import LocalFolders, own_home, own_login
 from conformance.clients.profile import Identifiers, all_identifiers
 from conformance.net.client import CREDENTIAL_HEADERS
 
@@ -95,6 +102,9 @@ class RedactionConfig:
     pseudonymize: bool = True  # False: identifiers become `<redacted:id>` (no grouping)
     prose_filler: bool = False  # replace vendor prose by same-length filler (the corpus does)
     keep_texts: tuple[str, ...] = ()  # user texts containing one of these are the user's own
+    local_folders: bool = True  # the home and working folders and the login name become placeholders
+    home_folders: tuple[str, ...] = field(default_factory=lambda: (own_home(),))  # + a client's scratch HOME
+    login: str = field(default_factory=own_login)
 
 
 @dataclass
@@ -107,6 +117,9 @@ class Redactor:
 
     def __post_init__(self) -> None:
         self._compiled = [(kind, re.compile(p)) for kind, p in self.config.patterns]
+        config = self.config
+        self._folders = LocalFolders(config.home_folders, config.login) if config.local_folders else None
+        self._echoed_prose: dict[str, str] = {}  # JSON-escaped request prose -> its filler
 
     # -- identifiers -----------------------------------------------------------------------
     def pseudonym(self, value: str, kind: str = "id") -> str:
@@ -163,6 +176,8 @@ class Redactor:
         head, sep, tail = value.rpartition(":")
         if sep and tail.isdigit() and _UUID.match(head):
             return f"{self.pseudonym(head, kind)}:{tail}"
+        if sep and _UUID.match(tail) and head:  # `qwen-code:<uuid>`: the prefix names the client, not the user
+            return f"{head}:{self.pseudonym(tail, kind)}"
         return self.pseudonym(value, kind)
 
     def _metadata(self, value: Any) -> Any:
@@ -215,6 +230,11 @@ class Redactor:
         for real, fake in self._pseudonyms.items():
             if len(real) >= 8 and real in text:  # short values would hit unrelated text
                 text = text.replace(real, fake)
+        if self._folders is not None:
+            text = self._folders.replace(text)
+        for prose, filler in self._echoed_prose.items():
+            if prose in text:
+                text = text.replace(prose, filler)
         return text
 
     def redact_bytes(self, data: bytes) -> bytes:
@@ -246,6 +266,8 @@ class Redactor:
                 self._id(value, _id_kind(lname))
         if isinstance(body, dict):
             self._body_ids(body)
+        if self._folders is not None:
+            self._folders.learn(body)
 
     def redact_headers(self, headers: dict[str, str]) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -286,8 +308,25 @@ class Redactor:
             body = self._body_ids(body)
         body = self.redact_json(body)
         if self.config.prose_filler:
-            body = fill_prose(body, keep_texts=self.config.keep_texts)
+            filled = fill_prose(body, keep_texts=self.config.keep_texts)
+            if isinstance(body, dict):
+                for key in ("instructions", "tools"):
+                    self._learn_echo(body.get(key), filled.get(key))
+            body = filled
         return body
+
+    def _learn_echo(self, real: Any, filled: Any) -> None:
+        """Remember each request string the filler changed, as a Responses answer echoes it (module rules)."""
+        if isinstance(real, str) and isinstance(filled, str) and real != filled and len(real) >= 16:
+            for ascii_only in (False, True):
+                escaped = json.dumps(real, ensure_ascii=ascii_only)[1:-1]
+                self._echoed_prose[escaped] = json.dumps(filled, ensure_ascii=ascii_only)[1:-1]
+        elif isinstance(real, list) and isinstance(filled, list):
+            for a, b in zip(real, filled, strict=True):
+                self._learn_echo(a, b)
+        elif isinstance(real, dict) and isinstance(filled, dict):
+            for k, v in real.items():
+                self._learn_echo(v, filled.get(k))
 
 
 def looks_pseudonymous(value: str) -> bool:
@@ -331,7 +370,7 @@ _FILLER = "loremipsumdolorsitametconsecteturadipiscingelitseddoeiusmodtemporinci
 _PROTECTED = re.compile(
     r"<[A-Za-z/!][^<>\n]{0,80}>"  # XML-like tags (<system-reminder>, </env>)
     r"|\[task:[^\]\n]*\]"  # scenario tags
-    r"|(?im:^.*working directory:.*$)"  # the engine joins relative paths onto it
+    r"|(?im:^.*working (?:in the )?directory:.*$)"  # the engine joins relative paths onto it
     r"|(?im:^x-anthropic-billing-header:.*$)"
 )
 
