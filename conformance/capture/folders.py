@@ -7,11 +7,15 @@ Rules (used by `conformance.capture.redact`, on by default for every capture):
   becomes WORK_PLACEHOLDER, numbered from the second one on (`/home/user/project-2`). A folder
   also written as a slug (`/tmp/x/project` as `-tmp-x-project`, as Qwen Code names its memory
   folder) has its slug replaced by the placeholder's slug.
-- A folder matches only whole: not followed by a letter, digit, `_` or `-` (`/root` is not
-  `/rootfs`); the longest folder is replaced first, so a project inside the home folder is the
+- A home folder of a generic account (`/root`, `/home/user`) names nobody and stays. A folder
+  matches only whole: not inside a longer path or a closing tag, not followed by a letter,
+  digit, `_` or `-` (`/srv/x` is not `/srv/xy`); the longest folder is replaced first, so a project inside the home folder is the
   project placeholder.
 - The login name becomes LOGIN_PLACEHOLDER as a whole word, unless it is a generic account name
   (`root`, `user`, ...): those name nobody, and replacing a common word would change prose.
+- `python -m conformance.capture.folders FILE...` applies the same to capture files already
+  written (the working folders their requests name; the recorder's home and login), rewriting
+  each in place: the corpus recorded before this rule is re-redacted with it.
 - Placeholders are absolute paths, so a capture still replays: the reference engine joins a
   scenario's relative paths onto the working folder, whichever it is. Each keeps the length of
   what it replaces (padded with `_`, or cut), so a body keeps its byte size and its recorded
@@ -21,8 +25,10 @@ Rules (used by `conformance.capture.redact`, on by default for every capture):
 from __future__ import annotations
 
 import getpass
+import json
 import os
 import re
+import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -34,6 +40,7 @@ LOGIN_PLACEHOLDER = "user"
 GENERIC_LOGINS = frozenset({"root", "user", "admin", "ubuntu", "runner", "node", "nobody", "debian", "vscode"})
 MIN_FOLDER = 5  # shorter "folders" (`/`, `/tmp`) name nobody and would hit unrelated text
 _END = r"(?![\w-])"
+_START = r"(?<![\w<~.-])"  # not inside a longer path or name, nor a closing tag
 
 
 def own_home() -> str:
@@ -75,7 +82,8 @@ class LocalFolders:
         self._works = 0
         self._compiled: list[tuple[re.Pattern[str], str]] = []
         for home in homes:
-            self._add(home.rstrip("/"), HOME_PLACEHOLDER)
+            if os.path.basename(home.rstrip("/")) not in GENERIC_LOGINS:  # `/root` names nobody (and is a word)
+                self._add(home.rstrip("/"), HOME_PLACEHOLDER)
         self._login = None
         self._login_placeholder = fit(LOGIN_PLACEHOLDER, len(login))
         if login and login not in GENERIC_LOGINS and len(login) >= 3:
@@ -87,7 +95,7 @@ class LocalFolders:
         placeholder = fit(placeholder, len(real))
         self._placeholders[real] = placeholder
         pairs = [(real, placeholder), (_slug(real), _slug(placeholder))]
-        self._compiled += [(re.compile(re.escape(r) + _END), p) for r, p in pairs]
+        self._compiled += [(re.compile(_START + re.escape(r) + _END), p) for r, p in pairs]
         self._compiled.sort(key=lambda pair: -len(pair[0].pattern))
 
     def learn(self, body: Any) -> None:
@@ -108,3 +116,22 @@ class LocalFolders:
         if self._login is not None:
             text = self._login.sub(self._login_placeholder, text)
         return text
+
+
+def redact_file(path: str) -> int:
+    """Re-redact one capture file in place (module rules); returns how many strings changed."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    folders = LocalFolders((own_home(),), own_login())
+    for exchange in json.loads(text).get("exchanges", []):
+        folders.learn((exchange.get("request") or {}).get("body"))
+    new = folders.replace(text)
+    if new != text:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(new)
+    return sum(a != b for a, b in zip(text.splitlines(), new.splitlines(), strict=True))
+
+
+if __name__ == "__main__":
+    for name in sys.argv[1:]:
+        print(f"{redact_file(name):5d} line(s) changed  {name}")
