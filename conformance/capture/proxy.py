@@ -157,7 +157,7 @@ class CaptureRecorder:
                 response = CapturedResponse(
                     status=response.status,
                     headers=red.redact_headers(response.headers),
-                    chunks=[Chunk(c.t, red.redact_bytes(c.data)) for c in response.chunks],
+                    chunks=red.redact_chunks(response.chunks),
                 )
             ex = Exchange(req, response, note)
             self._exchanges[order] = ex

@@ -33,8 +33,8 @@ Rules:
   `x-anthropic-billing-header:` line, the user's own prompt (`keep_texts`), tool results,
   assistant turns, field names, schemas, enums and headers. The prose a Responses answer echoes
   from its request (`instructions` and tool descriptions in `response.created` /
-  `response.completed`) gets the same filler in the response bytes (each string the filler
-  changed in `instructions` and `tools`, JSON-escaped both ways).
+  `response.completed`) gets the same filler in the response bytes, and a response is redacted
+  as a whole across its chunks (`conformance.capture.across_chunks`).
 - Report copies (`redact_credentials`, used by conformance.report.artifacts for failure folders):
   what the suite itself sent carries the user's real key, so the value of every credential
   header (`conformance.net.client.CREDENTIAL_HEADERS`, the same names the replay drops from a
@@ -49,6 +49,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.capture.across_chunks import EchoedProse, redact_chunks
 from conformance.capture.folders import LocalFolders, own_home, own_login
 from conformance.clients.profile import Identifiers, all_identifiers
 from conformance.net.client import CREDENTIAL_HEADERS
@@ -119,7 +120,7 @@ class Redactor:
         self._compiled = [(kind, re.compile(p)) for kind, p in self.config.patterns]
         config = self.config
         self._folders = LocalFolders(config.home_folders, config.login) if config.local_folders else None
-        self._echoed_prose: dict[str, str] = {}  # JSON-escaped request prose -> its filler
+        self._echoed_prose = EchoedProse()
 
     # -- identifiers -----------------------------------------------------------------------
     def pseudonym(self, value: str, kind: str = "id") -> str:
@@ -232,10 +233,7 @@ class Redactor:
                 text = text.replace(real, fake)
         if self._folders is not None:
             text = self._folders.replace(text)
-        for prose, filler in self._echoed_prose.items():
-            if prose in text:
-                text = text.replace(prose, filler)
-        return text
+        return self._echoed_prose.replace(text)
 
     def redact_bytes(self, data: bytes) -> bytes:
         """Bytes that may end inside a UTF-8 character (a network chunk): invalid bytes survive as is."""
@@ -311,22 +309,13 @@ class Redactor:
             filled = fill_prose(body, keep_texts=self.config.keep_texts)
             if isinstance(body, dict):
                 for key in ("instructions", "tools"):
-                    self._learn_echo(body.get(key), filled.get(key))
+                    self._echoed_prose.learn(body.get(key), filled.get(key))
             body = filled
         return body
 
-    def _learn_echo(self, real: Any, filled: Any) -> None:
-        """Remember each request string the filler changed, as a Responses answer echoes it (module rules)."""
-        if isinstance(real, str) and isinstance(filled, str) and real != filled and len(real) >= 16:
-            for ascii_only in (False, True):
-                escaped = json.dumps(real, ensure_ascii=ascii_only)[1:-1]
-                self._echoed_prose[escaped] = json.dumps(filled, ensure_ascii=ascii_only)[1:-1]
-        elif isinstance(real, list) and isinstance(filled, list):
-            for a, b in zip(real, filled, strict=True):
-                self._learn_echo(a, b)
-        elif isinstance(real, dict) and isinstance(filled, dict):
-            for k, v in real.items():
-                self._learn_echo(v, filled.get(k))
+    def redact_chunks(self, chunks: list) -> list:
+        """A response's chunks redacted as a whole (`conformance.capture.across_chunks`)."""
+        return redact_chunks(chunks, self.redact_bytes)
 
 
 def looks_pseudonymous(value: str) -> bool:
