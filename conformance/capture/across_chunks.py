@@ -58,3 +58,4 @@ def redact_chunks(chunks: list, redact_bytes: Callable[[bytes], bytes]) -> list:
         out.append(dataclasses.replace(c, data=whole[pos:pos + len(c.data)]))
         pos += len(c.data)
     return out
+

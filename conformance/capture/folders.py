@@ -13,9 +13,6 @@ Rules (used by `conformance.capture.redact`, on by default for every capture):
   project placeholder.
 - The login name becomes LOGIN_PLACEHOLDER as a whole word, unless it is a generic account name
   (`root`, `user`, ...): those name nobody, and replacing a common word would change prose.
-- `python -m conformance.capture.folders FILE...` applies the same to capture files already
-  written (the working folders their requests name; the recorder's home and login), rewriting
-  each in place: the corpus recorded before this rule is re-redacted with it.
 - Placeholders are absolute paths, so a capture still replays: the reference engine joins a
   scenario's relative paths onto the working folder, whichever it is. Each keeps the length of
   what it replaces (padded with `_`, or cut), so a body keeps its byte size and its recorded
@@ -25,10 +22,8 @@ Rules (used by `conformance.capture.redact`, on by default for every capture):
 from __future__ import annotations
 
 import getpass
-import json
 import os
 import re
-import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -117,21 +112,3 @@ class LocalFolders:
             text = self._login.sub(self._login_placeholder, text)
         return text
 
-
-def redact_file(path: str) -> int:
-    """Re-redact one capture file in place (module rules); returns how many strings changed."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    folders = LocalFolders((own_home(),), own_login())
-    for exchange in json.loads(text).get("exchanges", []):
-        folders.learn((exchange.get("request") or {}).get("body"))
-    new = folders.replace(text)
-    if new != text:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(new)
-    return sum(a != b for a, b in zip(text.splitlines(), new.splitlines(), strict=True))
-
-
-if __name__ == "__main__":
-    for name in sys.argv[1:]:
-        print(f"{redact_file(name):5d} line(s) changed  {name}")

@@ -93,3 +93,26 @@ def test_a_folder_cut_by_a_chunk_boundary_is_still_replaced_and_the_boundaries_s
     assert [(c.t, len(c.data)) for c in out] == [(0.1, cut), (0.2, len(data) - cut)]
     joined = b"".join(c.data for c in out).decode()
     assert WORK not in joined and fit(WORK_PLACEHOLDER, len(WORK)) + "/hello.txt" in joined
+
+
+def test_no_bundled_responses_answer_echoes_prose_its_request_does_not_carry():
+    """The filled request's `instructions` and tool descriptions are what its answer echoes (the
+    real vendor prose is nowhere in the corpus)."""
+    from conformance.capture.corpus import scan
+    from conformance.capture.reredact import _echoed
+    from conformance.core.paths import captured_dir
+
+    seen = 0
+    for _, cap in scan(captured_dir()):
+        for ex in cap.main_exchanges():
+            body = ex.request.body
+            if ex.response is None or not isinstance(body, dict) or "instructions" not in body:
+                continue
+            for response in _echoed(ex.response.chunks):
+                seen += 1
+                assert response.get("instructions") == body["instructions"], cap.id
+                sent = {t.get("name"): t.get("description") for t in body.get("tools", []) if isinstance(t, dict)}
+                for tool in response.get("tools") or []:
+                    if isinstance(tool, dict) and tool.get("name") in sent:
+                        assert tool.get("description") == sent[tool["name"]], (cap.id, tool["name"])
+    assert seen >= 10
