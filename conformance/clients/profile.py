@@ -202,5 +202,6 @@ def all_identifiers() -> Identifiers:
 
 
 GENERIC = ClientProfile(name="other", display="an unknown client", wires=(), identity=Identity(),
-                        working_directory=(re.compile(r"working directory:\s*(/[^\s\"\\<>]+)", re.IGNORECASE),
+                        working_directory=(re.compile(r"working (?:in the )?directory:\s*(/[^\s\"\\<>]+)",
+                                                      re.IGNORECASE),
                                            re.compile(r"<cwd>(/[^<>\n]+)</cwd>")))
