@@ -315,7 +315,7 @@ class Redactor:
 
     def redact_chunks(self, chunks: list) -> list:
         """A response's chunks redacted as a whole (`conformance.capture.across_chunks`)."""
-        return redact_chunks(chunks, self.redact_bytes)
+        return redact_chunks(chunks, self.redact_bytes, self._folders.replace if self._folders else None)
 
 
 def looks_pseudonymous(value: str) -> bool:

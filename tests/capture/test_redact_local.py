@@ -116,3 +116,23 @@ def test_no_bundled_responses_answer_echoes_prose_its_request_does_not_carry():
                     if isinstance(tool, dict) and tool.get("name") in sent:
                         assert tool.get("description") == sent[tool["name"]], (cap.id, tool["name"])
     assert seen >= 10
+
+
+def test_a_folder_streamed_in_pieces_is_replaced_in_every_piece_and_the_deltas_still_add_up():
+    from conformance.capture.format import Chunk
+
+    r = _redactor()
+    r.collect_identifiers({}, _body(f"Working directory: {WORK}"))
+    args = json.dumps({"file_path": f"{WORK}/copy.txt"})
+    cut = args.index("alice") + 3
+    events = [{"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0,
+               "delta": args[:cut]},
+              {"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0,
+               "delta": args[cut:]},
+              {"type": "response.function_call_arguments.done", "item_id": "fc_1", "output_index": 0,
+               "arguments": args}]
+    data = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+    out = b"".join(c.data for c in r.redact_chunks([Chunk(0.0, data)])).decode()
+    seen = [json.loads(line[5:]) for line in out.splitlines() if line.startswith("data:")]
+    assert seen[0]["delta"] + seen[1]["delta"] == seen[2]["arguments"]
+    assert WORK not in out and "alice" not in out and len(out) == len(data)
