@@ -10,7 +10,8 @@ loop driver):
   `run_commands`, `editor`) is still played: a command property (not an enum) is a shell, a path
   with old and new text edits, a path with content writes, a path alone (no pattern or query)
   reads; an editor whose `command` enum holds `view` / `create` / `str_replace` does all three
-  through that mode. The abstract arguments map to the schema's own property names
+  through that mode. A tool whose name says it is for something else (`view_image`,
+  `list_dir`, `web_fetch`: NOT_A_FILE_TOOL) is never matched by shape. The abstract arguments map to the schema's own property names
   (`ARG_NAMES`, case-insensitive: `filepath`, `absolute_path`, `file_text`, ...), a string
   wrapped in a list for an array property; other required properties are filled from the schema
   (default, first enum value, else a value of the declared type).
@@ -61,6 +62,9 @@ ARG_NAMES = {
     "pattern": ("pattern",),
 }
 SEARCH_ARGS = ("pattern", "query", "regex")  # a path tool with one of these searches: it is not a read
+# a tool named for something other than a text file is never matched by shape (Codex's
+# `view_image {path}` is not how it reads token.txt: its shell is)
+NOT_A_FILE_TOOL = ("image", "url", "web", "fetch", "dir", "list", "agent", "notebook")
 EDITOR_MODES = {"read": "view", "write": "create", "edit": "str_replace"}  # an editor's `command` enum
 PATH_ARGS = ("path",)
 PATCH_TOOLS = ("apply_patch",)
@@ -167,7 +171,7 @@ def _editor_modes(props: dict) -> set[str]:
 
 def shapes(tool: Tool) -> set[str]:
     """The tool kinds a function tool's schema has the shape of (module rules)."""
-    if tool.kind != "function":
+    if tool.kind != "function" or any(word in tool.name.lower() for word in NOT_A_FILE_TOOL):
         return set()
     props = _props(tool)
     command = prop_name(props, "command")
