@@ -183,7 +183,7 @@ class CaptureRecorder:
                 response = CapturedResponse(
                     status=response.status,
                     headers=red.redact_headers(response.headers),
-                    chunks=[Chunk(c.t, redact_named_params_bytes(red.redact_bytes(c.data))) for c in response.chunks],
+                    chunks=[Chunk(c.t, redact_named_params_bytes(c.data)) for c in red.redact_chunks(response.chunks)],
                     truncated=response.truncated,
                 )
             ex = Exchange(req, response, note)

@@ -158,7 +158,8 @@ def capture_case(case: Case, info: dict[str, str], recorder: CaptureRecorder, pr
             "captured_at": time.strftime("%Y-%m-%d", time.gmtime()), "upstream": upstream_label,
             "client_environment": _environments(), "redaction": REDACTION,
             **config_preview(case.client, case.wire, case.shown_settings())}
-    config = RedactionConfig(extra_secrets=(FAKE_KEY,), prose_filler=True, keep_texts=(case.prompt,))
+    config = RedactionConfig(extra_secrets=(FAKE_KEY,), prose_filler=True, keep_texts=(case.prompt,),
+                             home_folders=(*RedactionConfig().home_folders, str(prepared.home)))
     recorder.begin_case(
         CaseInfo(case.spec.name, client=case.client.name, client_version=info["version"],
                  description=case.spec.description, command=_command_line(case, prepared.shown),

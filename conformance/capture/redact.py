@@ -19,6 +19,9 @@ Rules:
   session/user/device/account. Pseudonyms keep the shape of the value (a UUID stays a UUID, 64
   hex stays 64 hex, `ses_` + N chars stays so) and are numbered in order of first sight, so a
   recapture with the same client gets the same pseudonyms.
+- The home folder, the working folders the requests name and the login name become stable
+  placeholders everywhere (on by default, `local_folders`; `conformance.capture.folders`).
+- An id with a prefix before a UUID (`qwen-code:<uuid>`) keeps its prefix and its UUID's shape.
 - Vendor prose filler (optional, `prose_filler=True`, used for the committed corpus): system
   prompts (Responses `instructions` and developer/system input items too), mid-conversation
   system messages, `<system-reminder>` and other client-injected user
@@ -26,9 +29,12 @@ Rules:
   same UTF-8 byte length (letters and digits become filler letters, a non-ASCII character
   becomes as many ASCII letters as its UTF-8 bytes; whitespace and ASCII punctuation stay, so
   the compact JSON serialisation has exactly the original size). Kept verbatim: XML-like tags,
-  `[task:...]` tags, `working directory:` lines (the reference engine reads them), the
+  `[task:...]` tags, `working directory:` / `working in the directory:` lines (the reference engine reads them), the
   `x-anthropic-billing-header:` line, the user's own prompt (`keep_texts`), tool results,
-  assistant turns, field names, schemas, enums and headers.
+  assistant turns, field names, schemas, enums and headers. The prose a Responses answer echoes
+  from its request (`instructions` and tool descriptions in `response.created` /
+  `response.completed`) gets the same filler in the response bytes, and a response is redacted
+  as a whole across its chunks (`conformance.capture.across_chunks`).
 - Report copies (`redact_credentials`, used by conformance.report.artifacts for failure folders):
   what the suite itself sent carries the user's real key, so the value of every credential
   header (`conformance.net.client.CREDENTIAL_HEADERS`, the same names the replay drops from a
@@ -43,6 +49,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.capture.across_chunks import EchoedProse, redact_chunks
+from conformance.capture.folders import LocalFolders, own_home, own_login
 from conformance.clients.profile import Identifiers, all_identifiers
 from conformance.net.client import CREDENTIAL_HEADERS
 
@@ -95,6 +103,9 @@ class RedactionConfig:
     pseudonymize: bool = True  # False: identifiers become `<redacted:id>` (no grouping)
     prose_filler: bool = False  # replace vendor prose by same-length filler (the corpus does)
     keep_texts: tuple[str, ...] = ()  # user texts containing one of these are the user's own
+    local_folders: bool = True  # the home and working folders and the login name become placeholders
+    home_folders: tuple[str, ...] = field(default_factory=lambda: (own_home(),))  # + a client's scratch HOME
+    login: str = field(default_factory=own_login)
 
 
 @dataclass
@@ -107,6 +118,9 @@ class Redactor:
 
     def __post_init__(self) -> None:
         self._compiled = [(kind, re.compile(p)) for kind, p in self.config.patterns]
+        config = self.config
+        self._folders = LocalFolders(config.home_folders, config.login) if config.local_folders else None
+        self._echoed_prose = EchoedProse()
 
     # -- identifiers -----------------------------------------------------------------------
     def pseudonym(self, value: str, kind: str = "id") -> str:
@@ -163,6 +177,8 @@ class Redactor:
         head, sep, tail = value.rpartition(":")
         if sep and tail.isdigit() and _UUID.match(head):
             return f"{self.pseudonym(head, kind)}:{tail}"
+        if sep and _UUID.match(tail) and head:  # `qwen-code:<uuid>`: the prefix names the client, not the user
+            return f"{head}:{self.pseudonym(tail, kind)}"
         return self.pseudonym(value, kind)
 
     def _metadata(self, value: Any) -> Any:
@@ -215,7 +231,9 @@ class Redactor:
         for real, fake in self._pseudonyms.items():
             if len(real) >= 8 and real in text:  # short values would hit unrelated text
                 text = text.replace(real, fake)
-        return text
+        if self._folders is not None:
+            text = self._folders.replace(text)
+        return self._echoed_prose.replace(text)
 
     def redact_bytes(self, data: bytes) -> bytes:
         """Bytes that may end inside a UTF-8 character (a network chunk): invalid bytes survive as is."""
@@ -246,6 +264,8 @@ class Redactor:
                 self._id(value, _id_kind(lname))
         if isinstance(body, dict):
             self._body_ids(body)
+        if self._folders is not None:
+            self._folders.learn(body)
 
     def redact_headers(self, headers: dict[str, str]) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -286,8 +306,16 @@ class Redactor:
             body = self._body_ids(body)
         body = self.redact_json(body)
         if self.config.prose_filler:
-            body = fill_prose(body, keep_texts=self.config.keep_texts)
+            filled = fill_prose(body, keep_texts=self.config.keep_texts)
+            if isinstance(body, dict):
+                for key in ("instructions", "tools"):
+                    self._echoed_prose.learn(body.get(key), filled.get(key))
+            body = filled
         return body
+
+    def redact_chunks(self, chunks: list) -> list:
+        """A response's chunks redacted as a whole (`conformance.capture.across_chunks`)."""
+        return redact_chunks(chunks, self.redact_bytes, self._folders.replace if self._folders else None)
 
 
 def looks_pseudonymous(value: str) -> bool:
@@ -331,7 +359,7 @@ _FILLER = "loremipsumdolorsitametconsecteturadipiscingelitseddoeiusmodtemporinci
 _PROTECTED = re.compile(
     r"<[A-Za-z/!][^<>\n]{0,80}>"  # XML-like tags (<system-reminder>, </env>)
     r"|\[task:[^\]\n]*\]"  # scenario tags
-    r"|(?im:^.*working directory:.*$)"  # the engine joins relative paths onto it
+    r"|(?im:^.*working (?:in the )?directory:.*$)"  # the engine joins relative paths onto it
     r"|(?im:^x-anthropic-billing-header:.*$)"
 )
 

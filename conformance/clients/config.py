@@ -16,6 +16,9 @@ Rules:
   local-model user gets; MINIMAL, for the recapture's cases that need the freeform apply_patch,
   is the one-entry catalog the corpus was recorded with; None records Codex with no catalog (the
   recapture's other cases: Codex's defaults for an unknown model).
+- Qwen Code's `settings.json` (in `<HOME>/.qwen`): usage statistics, telemetry and auto-update
+  off (QWEN_OFFLINE), with the run's `model_options` merged on top (a reasoning budget); the base
+  URL, key and model come from its per-wire variables (`Launch.wire_env`).
 - A run with no model names LOCAL_MODEL in a config file; on a command line it names none (the
   client's own default).
 - `config_preview` is what a capture's meta records of the config: the same builders, with
@@ -40,6 +43,10 @@ LOCAL_MODEL = "local-model"
 PROVIDER = "local"  # the provider's name in opencode.json and config.toml
 OPENCODE_JSON = "opencode.json"
 CODEX_TOML = "codex config.toml"
+QWEN_SETTINGS = "qwen settings.json"
+# Qwen Code's settings that keep it offline and quiet (docs/loop.md)
+QWEN_OFFLINE: dict[str, Any] = {"privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False},
+                                "general": {"disableAutoUpdate": True, "disableUpdateNag": True}}
 CATALOG_FILE = "model-catalog.json"
 _PREVIEW_URL = "http://127.0.0.1:PORT"
 
@@ -145,6 +152,18 @@ def bundled_catalog(binary: Path, env: dict[str, str], model: str, timeout: floa
     return {"models": [entry]}
 
 
+def _merged(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        out[key] = _merged(out[key], value) if isinstance(value, Mapping) and isinstance(out.get(key), Mapping) else value
+    return out
+
+
+def qwen_settings(settings: Settings) -> dict[str, Any]:
+    """Qwen Code's `~/.qwen/settings.json` (module rules)."""
+    return _merged(QWEN_OFFLINE, settings.model_options)
+
+
 def write_config(client: ClientProfile, binary: Path, *, wire: Dialect, env: dict[str, str], project: Path,
                  base_url: str, api_key: str, settings: Settings) -> None:
     """Write the config files the profile's `Launch.config` names (module rules)."""
@@ -164,6 +183,10 @@ def write_config(client: ClientProfile, binary: Path, *, wire: Dialect, env: dic
             base_url=base_url, model=model, key_env=client.launch.api_key_env,
             catalog_path=str(catalog) if catalog else None, web_search=settings.web_search, mcp=settings.mcp_server,
             project=str(project)))
+    elif kind == QWEN_SETTINGS:
+        folder = Path(env["HOME"]) / ".qwen"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "settings.json").write_text(json.dumps(qwen_settings(settings), indent=1))
     elif kind:
         raise ValueError(f"{client.name}: no writer for the config file {kind!r}")
 
@@ -174,6 +197,8 @@ def config_preview(client: ClientProfile, wire: Dialect, settings: Settings) -> 
     if kind == OPENCODE_JSON:
         return {"opencode_config": opencode_config(client, wire, base_url=_PREVIEW_URL, api_key="<redacted:api-key>",
                                                    settings=settings)}
+    if kind == QWEN_SETTINGS:
+        return {"qwen_settings": qwen_settings(settings)}
     if kind != CODEX_TOML:
         return {}
     catalog = f"<CODEX_HOME>/{CATALOG_FILE}" if settings.catalog else None

@@ -15,7 +15,8 @@ Rules:
   there and the User-Agent client's is not. The request is then the client the body names (its
   system mark, else at least STRONG_TOOLS of its tool names), else the generic profile, and the
   note says "sent <other>'s User-Agent". The version is read only from the identified client's own
-  User-Agent: a borrowed one's number stays in the note.
+  User-Agent, or from a borrowed one its profile declares (`Identity.borrowed_user_agents`: Qwen
+  Code puts its own version in Claude Code's); any other borrowed number stays in the note.
 - No User-Agent or header fact: the client the body names, else the generic profile ("other")
   with version "unknown".
 """
@@ -119,4 +120,5 @@ def identify(headers: Mapping[str, str], body: Any, wire: Dialect | None,
         f"`{k}: {v}`" for k, v in claimed_profile.identity.headers.items())
     why = "offers " + ", ".join(sorted(tools)[:6]) if tools else "another client's system prompt"
     note = f"sent {claimed_profile.display}'s {borrowed}, but its body is not {claimed_profile.display}'s ({why})"
-    return named, UNKNOWN_VERSION, note
+    own = next((m.group(1) for rx in named.identity.borrowed_user_agents if (m := rx.search(user_agent))), None)
+    return named, own or UNKNOWN_VERSION, note

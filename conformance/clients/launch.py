@@ -38,7 +38,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from conformance.clients.config import Settings, write_config
+from conformance.clients.config import LOCAL_MODEL, Settings, write_config
 from conformance.clients.profile import ClientProfile, launchable
 from conformance.wire.dialect import Dialect
 
@@ -201,24 +201,42 @@ def environment(client: ClientProfile, home: Path, base_url: str, api_key: str) 
     return env
 
 
+def wire_environment(client: ClientProfile, wire: Dialect, base_url: str, api_key: str,
+                     model: str | None) -> dict[str, str]:
+    """The variables that point the CLI at `base_url` on `wire`, for a client whose wire is chosen
+    per run (`Launch.wire_env`; empty for the others)."""
+    values = {"{base_url}": base_url.rstrip("/"), "{api_key}": api_key, "{model}": model or LOCAL_MODEL}
+
+    def fill(text: str) -> str:
+        for key, value in values.items():
+            text = text.replace(key, value)
+        return text
+
+    return {k: fill(v) for k, v in client.launch.wire_env.get(wire.name, {}).items()}
+
+
 def describe_environment(client: ClientProfile) -> str:
     """The environment of a run in words, for a capture's meta and the corpus manifest."""
     launch = client.launch
+    per_wire = sorted({k for env in launch.wire_env.values() for k in env})
     settings = [f"{k}=<proxy>" for k in (launch.base_url_env,) if k] + [
-        f"{k}=<fake>" for k in (launch.api_key_env,) if k] + [f"{k}={v}" for k, v in launch.env.items()]
+        f"{k}=<fake>" for k in (launch.api_key_env,) if k] + [f"{k}={v}" for k, v in launch.env.items()] + [
+        f"{k}=<per wire>" for k in per_wire]
     config = f", {launch.config} with the provider (see each case's meta)" if launch.config else ""
     homes = "".join(f", {k}=<scratch HOME>/{v}" for k, v in launch.home_dirs.items())
     return (f"HOME, TMPDIR and XDG_* dirs=<scratch> PATH={SAFE_PATH}{homes} " + " ".join(settings) + config
             + ", stdin /dev/null")
 
 
-def _argv(client: ClientProfile, *, prompt: str, project: str, model: str | None, settings: Settings) -> list[str]:
+def _argv(client: ClientProfile, *, prompt: str, project: str, model: str | None, settings: Settings,
+          wire: Dialect) -> list[str]:
     """The arguments after the binary: each placeholder is a whole argument, so a prompt that
     happens to hold `{project}` stays as written."""
     launch = client.launch  # a client without model_argv names its model in its config file
     model_args = [model if a == "{model}" else a for a in launch.model_argv] if model else []
     values = {"{prompt}": [prompt], "{project}": [project],
-              "{options}": [*(launch.no_shell_argv if settings.forbid_shell else ()), *model_args, *settings.flags]}
+              "{options}": [*launch.wire_argv.get(wire.name, ()), *(launch.no_shell_argv if settings.forbid_shell else ()),
+                            *model_args, *settings.flags]}
     return [out for arg in launch.argv for out in values.get(arg, [arg])]
 
 
@@ -230,11 +248,12 @@ def prepare(client: ClientProfile, binary: Path, *, wire: Dialect, prompt: str, 
     settings = settings or Settings()
     home, project = root / "home", root / "project"
     project.mkdir(parents=True, exist_ok=True)
-    env = {**environment(client, home, base_url, api_key), **settings.env}
+    env = {**environment(client, home, base_url, api_key),
+           **wire_environment(client, wire, base_url, api_key, settings.model), **settings.env}
     write_config(client, binary, wire=wire, env=env, project=project, base_url=base_url, api_key=api_key,
                  settings=settings)
-    args = _argv(client, prompt=prompt, project=str(project), model=settings.model, settings=settings)
-    shown = _argv(client, prompt=prompt, project="<project>", model=settings.model, settings=settings)
+    args = _argv(client, prompt=prompt, project=str(project), model=settings.model, settings=settings, wire=wire)
+    shown = _argv(client, prompt=prompt, project="<project>", model=settings.model, settings=settings, wire=wire)
     return Prepared([str(binary), *args], [client.binary, *shown], env, home, project)
 
 

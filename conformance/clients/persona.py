@@ -20,7 +20,8 @@ Rules:
   in the shell, a path with old and new text edits, a path with content writes, a path alone
   reads — with the client's own argument names, so its loops run; the generic voice words
   results plainly. A tool whose schema has none of these shapes (a search, a
-  freeform tool) is left out: calling it is an unknown tool.
+  freeform tool, an editor whose `command` is an enum of modes) is left out: calling it is an
+  unknown tool.
 """
 
 from __future__ import annotations
@@ -100,6 +101,8 @@ def binding_by_shape(schema: object) -> ToolBinding | None:
     """The operation a tool's schema has the shape of (None: none the sandbox plays)."""
     props = _properties(schema)
     command = _first(props, _COMMAND_NAMES)
+    if command is not None and isinstance(props[command], dict) and "enum" in props[command]:
+        return None  # an editor's mode (view / create / str_replace), not a command line
     if command is not None:
         cwd = _first(props, _CWD_NAMES)
         return ToolBinding("shell", {"command": command, **({"cwd": cwd} if cwd else {})})

@@ -44,6 +44,9 @@ class Identity:
     headers: Mapping[str, str] = field(default_factory=dict)  # header name -> a value it carries
     system_marks: tuple[str, ...] = ()  # phrases only this client's system prompt holds
     tool_names: frozenset[str] = frozenset()  # tool names only this client offers
+    # another client's User-Agent this one sends, with its own version as group 1 (Qwen Code in
+    # Anthropic mode: `claude-cli/0.24.4 (external, cli)`); read only once its body named it
+    borrowed_user_agents: tuple[re.Pattern[str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -87,10 +90,16 @@ class Launch:
     model_argv: tuple[str, ...] = ()  # how a model is named on the command line (the argument `{model}`); empty:
     # the config file names it
     no_shell_argv: tuple[str, ...] = ()  # flags that keep the model's commands off the host
-    config: str = ""  # the config file the launcher writes: "opencode.json" | "codex config.toml"
+    config: str = ""  # the config file the launcher writes: "opencode.json" | "codex config.toml" |
+    # "qwen settings.json"
     no_shell_config: Mapping[str, Any] = field(default_factory=dict)  # merged into that config file
     providers: Mapping[str, str] = field(default_factory=dict)  # wire name -> the provider package
     json_result: bool = False  # prints a JSON result line whose `is_error` says the run failed
+    # per wire (its name): the flags that select it and the variables that point the CLI at the base
+    # URL on it (values may hold `{base_url}`, `{api_key}` and `{model}`), for a client whose wire
+    # is chosen on its command line (Qwen Code's `--auth-type`)
+    wire_argv: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    wire_env: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -193,5 +202,6 @@ def all_identifiers() -> Identifiers:
 
 
 GENERIC = ClientProfile(name="other", display="an unknown client", wires=(), identity=Identity(),
-                        working_directory=(re.compile(r"working directory:\s*(/[^\s\"\\<>]+)", re.IGNORECASE),
+                        working_directory=(re.compile(r"working (?:in the )?directory:\s*(/[^\s\"\\<>]+)",
+                                                      re.IGNORECASE),
                                            re.compile(r"<cwd>(/[^<>\n]+)</cwd>")))

@@ -5,11 +5,19 @@ loop driver):
 - The trigger is searched (case-insensitive) only in user-authored text: the text of `user`
   messages, never system text and never tool results. The *last* user message that matches is
   the triggering one; turn k is played when k-1 assistant messages follow it.
-- An abstract tool kind maps to an offered tool by name (case-insensitive); its abstract
-  arguments map to the schema's property names; other required properties are filled from the
-  schema (default, first enum value, else a value of the declared type).
-- Relative paths are joined onto the working directory named in the system text
-  (`Working directory: /x`); without one they stay relative.
+- An abstract tool kind maps to an offered tool by name (case-insensitive), else by the shape of
+  its schema (`shapes`), so a client that names its tools its own way (`read_files`,
+  `run_commands`, `editor`) is still played: a command property (not an enum) is a shell, a path
+  with old and new text edits, a path with content writes, a path alone (no pattern or query)
+  reads; an editor whose `command` enum holds `view` / `create` / `str_replace` does all three
+  through that mode. A tool whose name says it is for something else (`view_image`,
+  `list_dir`, `web_fetch`: NOT_A_FILE_TOOL) is never matched by shape. The abstract arguments map to the schema's own property names
+  (`ARG_NAMES`, case-insensitive: `filepath`, `absolute_path`, `file_text`, ...), a string
+  wrapped in a list for an array property; other required properties are filled from the schema
+  (default, first enum value, else a value of the declared type).
+- Relative paths are joined onto the working directory the client names: in the system text
+  (`Working directory: /x`), else in a user text (`I'm currently working in the directory: /x`);
+  without one they stay relative.
 - Templates are evaluated over tool results only (never over the driver's variables). Tool result
   text is cleaned first: `<system-reminder>` blocks, file wrappers (`<file>`, `<content>`,
   `<path>`, `<type>`), "(End of file ...)" notes, the header of Codex's command output (`Chunk ID:`,
@@ -46,18 +54,24 @@ TOOL_NAMES = {
     "grep": ("grep", "search"),
 }
 ARG_NAMES = {
-    "path": ("file_path", "filePath", "path"),
-    "content": ("content",),
-    "old": ("old_string", "oldString", "old_str"),
-    "new": ("new_string", "newString", "new_str"),
-    "command": ("command", "cmd"),
+    "path": ("file_path", "filePath", "path", "filepath", "absolute_path", "target_file", "file", "filename"),
+    "content": ("content", "contents", "file_text", "text", "data"),
+    "old": ("old_string", "oldString", "old_str", "old_text", "old"),
+    "new": ("new_string", "newString", "new_str", "new_text", "new"),
+    "command": ("command", "cmd", "commands", "script"),
     "pattern": ("pattern",),
 }
+SEARCH_ARGS = ("pattern", "query", "regex")  # a path tool with one of these searches: it is not a read
+# a tool named for something other than a text file is never matched by shape (Codex's
+# `view_image {path}` is not how it reads token.txt: its shell is)
+NOT_A_FILE_TOOL = ("image", "url", "web", "fetch", "dir", "list", "agent", "notebook")
+EDITOR_MODES = {"read": "view", "write": "create", "edit": "str_replace"}  # an editor's `command` enum
 PATH_ARGS = ("path",)
 PATCH_TOOLS = ("apply_patch",)
 PATCH_BEGIN, PATCH_END = "*** Begin Patch", "*** End Patch"
 
 _WORKDIR = re.compile(r"working directory:\s*(\S+)", re.I)
+_WORKDIR_IN_USER_TEXT = re.compile(r"I'm currently working in the directory:\s*(/[^\s\"<>]+)")
 _TEMPLATE = re.compile(r"\{\{\s*([^}|]+?)\s*((?:\|\s*[a-z_]+\s*)*)\}\}")
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.S)
 _WRAPPER_LINE = re.compile(r"^\s*(</?(file|content)>|<path>.*</path>|<type>.*</type>)\s*$")
@@ -138,13 +152,51 @@ def find(scenarios: list[Scenario], conv: Conversation) -> Match | None:
 # ---- tool mapping ---------------------------------------------------------------------------
 
 
+def _props(tool: Tool) -> dict:
+    props = tool.schema.get("properties") if isinstance(tool.schema, dict) else None
+    return props if isinstance(props, dict) else {}
+
+
+def prop_name(props: dict, key: str) -> str | None:
+    """The schema's own name of an abstract argument (case-insensitive), or None."""
+    lowered = {k.lower(): k for k in props}
+    return next((lowered[n.lower()] for n in ARG_NAMES.get(key, (key,)) if n.lower() in lowered), None)
+
+
+def _editor_modes(props: dict) -> set[str]:
+    command = props.get(prop_name(props, "command") or "")
+    enum = command.get("enum") if isinstance(command, dict) else None
+    return {kind for kind, mode in EDITOR_MODES.items() if isinstance(enum, list) and mode in enum}
+
+
+def shapes(tool: Tool) -> set[str]:
+    """The tool kinds a function tool's schema has the shape of (module rules)."""
+    if tool.kind != "function" or any(word in tool.name.lower() for word in NOT_A_FILE_TOOL):
+        return set()
+    props = _props(tool)
+    command = prop_name(props, "command")
+    if command is not None:
+        spec = props[command] if isinstance(props[command], dict) else {}
+        modes = _editor_modes(props)
+        return modes if modes or isinstance(spec.get("enum"), list) else {"bash"}
+    if prop_name(props, "path") is None:
+        return set()
+    if prop_name(props, "old") and prop_name(props, "new"):
+        return {"edit"}
+    if prop_name(props, "content"):
+        return {"write"}
+    if any(k.lower() in SEARCH_ARGS for k in props):
+        return set()
+    return {"read"}
+
+
 def map_tool(kind: str, tools: list[Tool]) -> Tool | None:
     wanted = TOOL_NAMES.get(kind, (kind,))
     by_name = {t.name.lower(): t for t in tools}
     for w in wanted:
         if w in by_name:
             return by_name[w]
-    return None
+    return next((t for t in tools if kind in shapes(t)), None)
 
 
 def fill_value(schema: dict):
@@ -183,16 +235,14 @@ def fill_object(schema: dict) -> dict:
 
 
 def build_args(tool: Tool, abstract: dict, workdir: str | None) -> dict:
-    props = tool.schema.get("properties") if isinstance(tool.schema, dict) else None
-    props = props if isinstance(props, dict) else {}
+    props = _props(tool)
     args = {}
     for key, value in abstract.items():
         if key in PATH_ARGS and workdir and not posixpath.isabs(value):
             value = posixpath.join(workdir, value)
-        names = ARG_NAMES.get(key, (key,))
-        prop = next((n for n in names if n in props), names[0] if not props else None)
-        if prop is None:
-            prop = key
+        prop = prop_name(props, key) or (ARG_NAMES.get(key, (key,))[0] if not props else key)
+        if isinstance(props.get(prop), dict) and props[prop].get("type") == "array" and isinstance(value, str):
+            value = [value]
         args[prop] = value
     for k, v in fill_object(tool.schema).items():
         args.setdefault(k, v)
@@ -201,6 +251,9 @@ def build_args(tool: Tool, abstract: dict, workdir: str | None) -> dict:
 
 def workdir(conv: Conversation) -> str | None:
     m = _WORKDIR.search(conv.system_text())
+    if m is None:
+        user_texts = (t for msg in conv.messages if msg.role == "user" for t in msg.texts)
+        m = next((found for t in user_texts if (found := _WORKDIR_IN_USER_TEXT.search(t))), None)
     return m.group(1).rstrip(".,;") if m else None
 
 
@@ -351,6 +404,8 @@ def plan(match: Match, conv: Conversation) -> Turn | None:
             kind = call.get("tool", "")
             tool = map_tool(kind, conv.tools)
             abstract = {k: render(v, results, result) for k, v in (call.get("args") or {}).items()}
+            if tool is not None and kind in _editor_modes(_props(tool)):
+                abstract = {"command": EDITOR_MODES[kind], **abstract}
             if tool is not None and tool.kind == "function":
                 calls.append((tool.name, build_args(tool, abstract, wd)))
                 continue

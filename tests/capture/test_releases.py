@@ -37,7 +37,8 @@ def _releases(caps):
 
 def test_the_manifest_marks_the_current_release_of_each_client():
     manifest = json.loads((CORPUS / "manifest.json").read_text())
-    assert manifest["current"] == {"claude-code": "2.1.332", "codex": "0.171.0", "opencode": "1.18.33"}
+    assert manifest["current"] == {"claude-code": "2.1.332", "codex": "0.171.0", "opencode": "1.18.33",
+                                   "qwen-code": "0.24.4"}
     assert manifest["current"] == current_releases(CORPUS, CAPS)
     assert {("claude-code", "2.1.197"), ("claude-code", "2.1.332"), ("opencode", "1.18.33")} <= set(_releases(CAPS))
     assert {p.name: p.pin for p in launchable()} == manifest["current"]
@@ -51,7 +52,8 @@ def test_the_manifest_marks_the_current_release_of_each_client():
 
 def test_a_default_run_replays_the_current_releases_with_release_free_keys():
     chosen = select_releases(CAPS, "current", current_releases(CORPUS, CAPS))
-    assert _releases(chosen) == [("claude-code", "2.1.332"), ("codex", "0.171.0"), ("opencode", "1.18.33")]
+    assert _releases(chosen) == [("claude-code", "2.1.332"), ("codex", "0.171.0"), ("opencode", "1.18.33"),
+                                   ("qwen-code", "0.24.4")]
     keys = [capture_key(c, chosen) for c in chosen]
     assert "claude-code/default" in keys and "opencode/openai-plain" in keys
     assert len(set(keys)) == len(keys)
@@ -59,7 +61,8 @@ def test_a_default_run_replays_the_current_releases_with_release_free_keys():
 
 def test_one_release_by_version_keeps_the_other_clients_current():
     chosen = select_releases(CAPS, "2.1.197", current_releases(CORPUS, CAPS))
-    assert _releases(chosen) == [("claude-code", "2.1.197"), ("codex", "0.171.0"), ("opencode", "1.18.33")]
+    assert _releases(chosen) == [("claude-code", "2.1.197"), ("codex", "0.171.0"), ("opencode", "1.18.33"),
+                                   ("qwen-code", "0.24.4")]
     assert "claude-code/default" in {capture_key(c, chosen) for c in chosen}
 
 
@@ -80,8 +83,8 @@ def test_recapture_version_option_and_release_prefixes(tmp_path):
     assert recapture.parse_versions(["claude-code=2.1.197"], ["claude-code", "opencode"]) == {"claude-code": "2.1.197"}
     with pytest.raises(SystemExit, match="CLIENT=V"):
         recapture.parse_versions(["2.1.197"], ["claude-code", "opencode"])
-    with pytest.raises(SystemExit, match="unknown client 'qwen-code'"):
-        recapture.parse_versions(["qwen-code=0.24.4"], ["claude-code"])
+    with pytest.raises(SystemExit, match="unknown client 'crush'"):
+        recapture.parse_versions(["crush=0.24.4"], ["claude-code"])
     assert release_prefix(tmp_path, CLAUDE_CODE, "2.1.197") == tmp_path / "claude-code@2.1.197"
     # a release prefix that holds no binary falls back to DIR itself; a missing binary says how to install
     assert recapture.client_dir(tmp_path, CLAUDE_CODE, "2.1.197") == tmp_path

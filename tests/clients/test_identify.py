@@ -9,11 +9,12 @@ import copy
 import pytest
 
 from conformance.capture.corpus import scan
-from conformance.clients import GENERIC
+from conformance.clients import GENERIC, profile
 from conformance.clients.identify import identify
 from conformance.clients.profiles.claude_code import CLAUDE_CODE
 from conformance.clients.profiles.codex import CODEX
 from conformance.clients.profiles.opencode import OPENCODE
+from conformance.clients.profiles.qwen_code import QWEN_CODE
 from conformance.core.paths import captured_dir
 from conformance.wire import ANTHROPIC, RESPONSES
 from conformance.wire.registry import dialect_for_path
@@ -35,8 +36,12 @@ def _who(headers, body, path="/v1/messages"):
 
 @pytest.mark.parametrize("cap", [c for _, c in CORPUS], ids=lambda c: c.id)
 def test_every_bundled_request_is_its_recorded_client(cap):
+    borrows = bool(profile(cap.client).identity.borrowed_user_agents)
     for ex in cap.main_exchanges():
-        assert _who(ex.request.headers, ex.request.body, ex.request.path) == (cap.client, cap.client_version, "")
+        client, version, note = _who(ex.request.headers, ex.request.body, ex.request.path)
+        assert (client, version) == (cap.client, cap.client_version)
+        # a client that sends another's User-Agent (Qwen Code in Anthropic mode) is noted as such
+        assert note == "" or (borrows and note.startswith("sent ")), note
 
 
 @pytest.mark.parametrize("ua,expected", [
@@ -61,18 +66,32 @@ def test_claude_codes_user_agent_with_another_clients_tools_is_that_client():
     assert _who(QWEN_UA, codex, RESPONSES.generation_path)[0] == CODEX.name
 
 
-def test_an_unknown_client_borrowing_a_user_agent_is_the_generic_profile():
-    """Qwen Code's tools (two of them named as opencode names its own) under Claude Code's headers."""
+def test_qwen_code_borrowing_claude_codes_user_agent_is_itself_with_a_note():
+    """Qwen Code's tools (two of them named as opencode names its own) and system prompt under
+    Claude Code's headers: Qwen Code, its version from the borrowed User-Agent, and a note."""
     body = copy.deepcopy(_exchange(CLAUDE_CODE.name, "default").request.body)
     names = ["read_file", "write_file", "edit", "glob", "grep_search", "run_shell_command", "list_directory",
              "todo_write"]
     body["tools"] = [{"name": n, "description": "d", "input_schema": {"type": "object"}} for n in names]
     body["system"] = [{"type": "text", "text": "You are Qwen Code, an interactive CLI agent."}]
     client, version, note = _who(QWEN_UA, body)
-    assert (client, version) == (GENERIC.name, "unknown")
+    assert (client, version) == (QWEN_CODE.name, "0.24.4")
     assert "sent Claude Code's User-Agent `claude-cli/0.24.4 (external, cli)`" in note
     assert "read_file" in note
-    # the same body with only its headers, no User-Agent: nobody's, without a note
+    # the same body with only its headers, no User-Agent: the body names it, without a note
+    assert _who({}, body) == (QWEN_CODE.name, "unknown", "")
+    body["system"] = [{"type": "text", "text": "A filler system prompt of the same length."}]
+    assert _who(QWEN_UA, body)[:2] == (QWEN_CODE.name, "0.24.4")  # its tool names alone name it
+
+
+def test_an_unknown_client_borrowing_a_user_agent_is_the_generic_profile():
+    body = copy.deepcopy(_exchange(CLAUDE_CODE.name, "default").request.body)
+    body["tools"] = [{"name": n, "description": "d", "input_schema": {"type": "object"}}
+                     for n in ("read_files", "run_commands", "editor")]
+    body["system"] = [{"type": "text", "text": "You are a small agent."}]
+    client, version, note = _who(QWEN_UA, body)
+    assert (client, version) == (GENERIC.name, "unknown")
+    assert "sent Claude Code's User-Agent" in note and "run_commands" in note
     assert _who({}, body) == (GENERIC.name, "unknown", "")
 
 

@@ -1,8 +1,9 @@
-"""The real Claude Code, opencode and Codex CLIs against `conformance engine` (marker `live`, opt-in).
+"""The real Claude Code, opencode, Codex and Qwen Code CLIs against `conformance engine` (marker `live`, opt-in).
 
-Needs the CLIs: on PATH, or CONFORMANCE_CLAUDE_BIN / CONFORMANCE_OPENCODE_BIN / CONFORMANCE_CODEX_BIN
-(see docs/loop.md):
-    npm install --prefix /opt/clients @anthropic-ai/claude-code@2.1.332 opencode-ai@1.18.33 @openai/codex@0.171.0
+Needs the CLIs: on PATH, or CONFORMANCE_CLAUDE_BIN / CONFORMANCE_OPENCODE_BIN / CONFORMANCE_CODEX_BIN /
+CONFORMANCE_QWEN_BIN (see docs/loop.md):
+    npm install --prefix /opt/clients @anthropic-ai/claude-code@2.1.332 opencode-ai@1.18.33 @openai/codex@0.171.0 \
+        @qwen-code/qwen-code@0.24.4
 and, for the per-release run, each Claude Code release the corpus keeps in its own prefix named by
 CONFORMANCE_CLIENTS_DIR_<version> (or CONFORMANCE_CLIENTS_DIR=D with D/claude-code@<version>):
     npm install --prefix /opt/cc197 @anthropic-ai/claude-code@2.1.197   # CONFORMANCE_CLIENTS_DIR_2_1_197=/opt/cc197
@@ -42,7 +43,10 @@ def engine_cli():
 
 PASS_RUNS = [(c, a, s) for c, a in (("claude-code", "anthropic"), ("opencode", "openai"))
              for s in ("write-file", "multi-step")] + [("opencode", "anthropic", "write-file")] + [
-    ("codex", "responses", s) for s in ("write-file", "edit-file")]
+    ("codex", "responses", s) for s in ("write-file", "edit-file")] + [
+    # Qwen Code's Anthropic mode sends thinking.budget_tokens equal to max_tokens, which the engine
+    # refuses until it follows the interleaved-thinking budget rule: its chat and Responses modes here
+    ("qwen-code", a, s) for a in ("openai", "responses") for s in ("write-file", "edit-file")]
 
 
 @pytest.mark.parametrize("client,api,scenario_id", PASS_RUNS, ids=[f"{c}-{a}-{s}" for c, a, s in PASS_RUNS])

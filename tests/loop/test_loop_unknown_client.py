@@ -1,12 +1,9 @@
 """A client the suite does not know runs its loops: its tools are played by their schemas' shapes
 (`persona_by_shape`) and its results worded in the generic voice, against the reference engine.
 
-The reference engine calls a tool only by a name it knows (conformance/engine/scenarios.py
-TOOL_NAMES: `read_file`, `write_file`, `edit_file`, `run_command`, ...), so the template offers
-tools by those names, none of which the known clients use, with argument names of its own
-(`path`, `old_str`, `new_str`). Tools with names the engine does not know (`read_files
-{filepath}`) are played by the sandbox all the same (tests/loop/test_sandbox.py), but the engine
-answers them in text."""
+The template offers tools by names none of the known clients use, with argument names of its
+own (`path`, `old_str`, `new_str`); tools with names nothing knows (`read_files {filepath}`) are
+called by the engine and played by the sandbox by their shape (tests/loop/test_loop_any_tool_names.py)."""
 
 from __future__ import annotations
 
