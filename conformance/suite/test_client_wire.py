@@ -12,7 +12,9 @@ Rules:
 - A refusal of a shape the client sends fails that shape's own id and nothing else; an accepted
   answer is then judged as every exchange is.
 - A forced tool choice goes with thinking off (the Messages API refuses both at once), as the
-  loop driver forces (the Dialect's `forcing`).
+  loop driver forces (the Dialect's `forcing`), and only ever forces a client tool (one with an
+  input schema or a freeform grammar): a server tool (`web_search_20250305`) is run by the API,
+  no model call of it can be forced.
 - `prefix_reuse` tests are opt-in (-m prefix_reuse): they send the pair of requests salted with
   this run's token so no earlier test warmed the cache, and read the first signal that can tell
   (conformance.suite.prefix_reuse).
@@ -31,6 +33,7 @@ from conformance.suite.client_wire_requests import (
     PARALLEL_PROMPT,
     PNG_1X1,
     calls,
+    client_tools,
     conversation_pair,
     decide,
     find,
@@ -211,7 +214,10 @@ def test_forced_tool_schemas(schema_source, conformance_ctx):
         name = wire.tool_name(tool)
         if name is None or name in deferred:
             continue  # a deferred tool cannot be forced before it is loaded
-        body = forced(wire, wire.with_tools(base, [tool]))  # forcing "any tool" with one tool forces that one
+        alone = wire.with_tools(base, [tool])
+        if not client_tools(wire, alone):
+            continue  # a server tool (web search) runs on the API's side: no client's call to force
+        body = forced(wire, alone)  # forcing "any tool" with one tool forces that one
         sent = send(ctx, ex, wire, body, f"forced to call {name} (tool {k + 1} of {len(tools)})")
         verdict = judge_sent(ctx, sent) if sent.raw.ok else None
         # A namespace (Responses) is forced by calling any tool inside it.

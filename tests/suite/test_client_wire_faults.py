@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from conformance.core.paths import fixtures_dir
+from conformance.core.paths import captured_dir, fixtures_dir
 from conformance.plugin import SUITE_DIR
 
 SUITE = str(SUITE_DIR / "test_client_wire.py")
@@ -50,6 +50,22 @@ def test_conformant_engine_passes_every_client_wire_check(pytester, suite):
     reuse = [r for r in run.results if r.check_id.startswith("client_wire.prefix_reuse.")]
     assert all(r.details["signal"] == "usage.cache_read_input_tokens" and r.details["cache_read_input_tokens"] > 0
                for r in reuse), [r.details for r in reuse]
+
+
+def test_a_count_tokens_capture_alone_is_no_source_of_a_generation_request(pytester, suite):
+    """Its requests offer tools but generate nothing: the parallel-calls test takes its request
+    from a main generation exchange of the bundled corpus instead."""
+    from conformance.engine.launch import serve_engine_in_thread
+
+    alone = captured_dir() / "claude-code" / "2.1.332" / "count-tokens.json"
+    with serve_engine_in_thread(max_context=SMALL_CONTEXT) as url:
+        run = suite(pytester, url, SUITE, "-k", "test_parallel_calls_survive or test_forced_tool_schemas",
+                    captures=alone)
+    assert run.failed_checks == {}, run.outcome.stdout.str()[-3000:]
+    assert _outcomes(run, "client_wire.parallel_calls.all_survive") == ["passed"]
+    forced = [r for r in run.results if r.check_id == "client_wire.schema.forced_call_answered"]
+    assert forced and {r.outcome for r in forced} == {"passed"}
+    assert not any("web_search" in (r.message or "") for r in forced), "a server tool is never forced"
 
 
 # ~5 s each under load: run in CI's slow step beside the stream-rule rows of tests/suite/test_faults.py.
