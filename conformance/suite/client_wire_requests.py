@@ -35,6 +35,7 @@ from conformance.capture.corpus import load_captures, newest_first
 from conformance.capture.format import Capture, Exchange
 from conformance.core.paths import captured_dir
 from conformance.core.versions import version_key
+from conformance.layers.hop import accumulate, find_forwarded, received_log, replay
 from conformance.suite import cases
 from conformance.suite.cases import prepared, require_wire, valid_derived
 from conformance.wire.dialect import Dialect
@@ -195,6 +196,23 @@ def judge_sent(ctx, sent):
 
 def calls(wire: Dialect, verdict) -> list:
     return wire.tool_calls(verdict.message) if verdict is not None and verdict.message else []
+
+
+def engine_emitted_calls(ctx, wire: Dialect, body: dict, since: int | None) -> int | None:
+    """With `--conformance-engine-url`: how many tool calls the engine emits for the request it
+    received for `body` (found in its received log, replayed to it directly on its own wire);
+    None without an engine URL, a log, the forwarded request or a usable answer. An engine
+    that answers one body alike (the reference engine; a real one at temperature 0) makes this
+    the evidence of what a router dropped on the way back."""
+    url = ctx.settings.engine_url
+    log = received_log(url) if url else None
+    forwarded = find_forwarded(log["requests"], body, since, wire=wire) if log else None
+    engine_wire = dialect_for_path(str(forwarded.get("path", ""))) if forwarded else None
+    if forwarded is None or engine_wire is None:
+        return None
+    message = accumulate(replay(url, forwarded["path"], forwarded["body"], wire=engine_wire), forwarded["body"],
+                         engine_wire)
+    return None if message is None else len(engine_wire.tool_calls(message))
 
 
 # ---- the sources of the parametrized and paired tests ---------------------------------------
