@@ -25,6 +25,7 @@ from __future__ import annotations
 import pytest
 
 from conformance.checks import client_wire as rules
+from conformance.checks import parallel_calls
 from conformance.layers.hop import find_forwarded, log_total, received_log
 from conformance.probes.limit import discover
 from conformance.suite import cases
@@ -185,13 +186,13 @@ def test_parallel_calls_survive(conformance_ctx):
     since = log_total(ctx.settings.engine_url) if ctx.settings.engine_url else None
     sent = send(ctx, ex, wire, body, "the captured first request asking for two reads at once (scenario parallel-reads)")
     if not sent.raw.ok:
-        decide(ctx, rules.accepted(rules.PARALLEL_CALLS, sent.raw, "a request asking for two tool calls"))
+        decide(ctx, rules.accepted(parallel_calls.PARALLEL_CALLS, sent.raw, "a request asking for two tool calls"))
     else:
         verdict = judge_sent(ctx, sent)
         got = calls(wire, verdict)
         # Fewer calls than asked are the model's choice unless the engine or the stream shows a loss.
         emitted = engine_emitted_calls(ctx, wire, body, since) if len(got) < 2 else None
-        decide(ctx, rules.parallel_outcome(got, 2, emitted=emitted, loss=rules.stream_loss(verdict.violations)),
+        decide(ctx, parallel_calls.parallel_outcome(got, 2, emitted=emitted, loss=parallel_calls.stream_loss(verdict.violations)),
                judge=False)
     ctx.finish("parallel tool calls all survive")
 
