@@ -1,7 +1,9 @@
 """Peer verdicts against expectations (marker `peers`): for every stack, the (test, check) pairs
 that failed in the last peer run (reports/peers/<stack>/, written by .ci/peers/run-all) must be
 exactly the known failures in fixtures/peers/<stack>.json — a new failure or a known failure that
-no longer happens both fail, so a router or engine upgrade is gated.
+no longer happens both fail, so a router or engine upgrade is gated. A known failure whose
+violation fingerprint (conformance.peers.fingerprint) differs from the fixture's fails as "same
+check, new reason".
 
 This reads the results records only (conformance.core.results.read_results). Without a peer run the
 tests skip, naming the command; `.ci/peers/run-all` sets CONFORMANCE_PEERS_REQUIRED=1, and then a
@@ -16,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance.peers.fingerprint import changed_reasons, fixture_fingerprints, pair_fingerprints
 from conformance.peers.matrix import stack_results
 from conformance.peers.stacks import STACKS
 
@@ -76,4 +79,9 @@ def test_verdicts_match_expectations(stack):
         lines.append(f"{len(fixed)} known failure(s) of {stack} that no longer happen (the stack changed: "
                      "update the fixture):")
         lines += [f"  {t}  {c}" for t, c in fixed]
+    reasons = changed_reasons(fixture_fingerprints(doc.get("known_failures", [])), pair_fingerprints(results))
+    if reasons:
+        lines.append(f"{len(reasons)} known failure(s) of {stack} now fail for another reason (reproduce, update "
+                     f"the finding, then record the new reason: python -m conformance.peers.expect ... --results):")
+        lines += reasons
     assert not lines, "\n".join(lines)
