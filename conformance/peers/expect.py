@@ -29,6 +29,9 @@ import json
 import sys
 from pathlib import Path
 
+from conformance.core.results import read_results
+from conformance.peers.fingerprint import pair_fingerprints
+
 REQUIRED = ("wrong", "evidence", "spec", "layer", "repro")
 LAYERS = ("router", "engine", "both", "stack", "model")
 
@@ -109,9 +112,6 @@ def main(argv: list[str] | None = None) -> int:
     fixture = json.loads(args.fixture.read_text(encoding="utf-8"))
     prints = None
     if args.results is not None:
-        from conformance.core.results import read_results
-        from conformance.peers.fingerprint import pair_fingerprints
-
         prints = pair_fingerprints(read_results(args.results))
     try:
         merged = merge(written, fixture, prints)

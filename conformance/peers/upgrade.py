@@ -27,6 +27,7 @@ from pathlib import Path
 from conformance.peers.fingerprint import pair_fingerprints
 from conformance.peers.matrix import stack_results
 from conformance.peers.stacks import STACKS, Stack, twin
+from conformance.peers.version_matrix import write_version_matrix
 from conformance.report.compare import CompareError, Comparison, compare, load_run
 
 ROUTER_NAMES = {"litellm": "LiteLLM", "ccr": "claude-code-router"}
@@ -106,8 +107,6 @@ def render_markdown(views: list[PairView]) -> str:
 
 
 def write_pages(reports: Path) -> list[Path]:
-    from conformance.peers.version_matrix import write_version_matrix
-
     views = [pair_view(reports, a, b) for a, b in stack_pairs()]
     upgrade = reports / "upgrade.md"
     upgrade.write_text(render_markdown(views), encoding="utf-8")
