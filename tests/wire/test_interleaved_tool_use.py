@@ -46,3 +46,9 @@ def test_a_tool_use_block_opened_inside_a_text_block_is_still_an_error():
     renumbered = [re.sub(rb'"index":(\d)', lambda m: b'"index":%d' % (int(m.group(1)) + 1), e) for e in events[1:]]
     report = check_stream(b"".join([events[0], text_start] + renumbered))
     assert any(v.is_error and v.check_id == "anthropic.stream.grammar" for v in report.violations)
+
+
+def test_a_malformed_index_is_reported_not_raised():
+    events = [re.sub(rb'"index":(\d)', rb'"index":[\1]', e) for e in _events(CCR_311)]
+    report = check_stream(b"".join(events))
+    assert any(v.is_error and v.check_id == "anthropic.stream.block_index" for v in report.violations)

@@ -138,19 +138,20 @@ class StreamMachine(StreamMachineBase):
     def _interleaved_tool_use(self, kind: str, data: dict | None, ev: SSEEvent) -> bool | None:
         """The one tolerated break of the grammar (module rules): None when it does not apply, else
         whether the event's handler runs."""
-        if data is None:
+        index = data.get("index") if data is not None else None
+        if not isinstance(index, int):  # a malformed index is the block_index rule's to report
             return None
-        if kind == "content_block_stop" and self.late_stops and data.get("index") in self.late_stops \
-                and data.get("index") != self.open_sent_index:
-            self.late_stops.discard(data.get("index"))
+        if kind == "content_block_stop" and index in self.late_stops and index != self.open_sent_index:
+            self.late_stops.discard(index)
             return False  # the block already ended where the next tool_use block started
-        if kind != "content_block_start" or self.state != BLOCK or self.open is None:
+        if kind != "content_block_start" or self.state != BLOCK or self.open is None \
+                or not isinstance(self.open_sent_index, int):
             return None
         block = data.get("content_block")
         if self.blocks[self.open].get("type") not in TOOL_BLOCKS or not isinstance(block, dict) \
                 or block.get("type") not in TOOL_BLOCKS:
             return None
-        self._v(STREAM + "grammar", INTERLEAVED_TOOL_USE.format(new=data.get("index"), open=self.open_sent_index), ev,
+        self._v(STREAM + "grammar", INTERLEAVED_TOOL_USE.format(new=index, open=self.open_sent_index), ev,
                 "content_block_start", severity="warning", expected=RULES[BLOCK][1], seen="content_block_start")
         self.late_stops.add(self.open_sent_index)
         return True
@@ -298,7 +299,7 @@ class StreamMachine(StreamMachineBase):
 
     def _on_message_delta(self, data: dict, ev: SSEEvent) -> None:
         self._end_open_block(ev)  # a block still open (its stop was missing or misnumbered) ends here
-        for index in sorted(self.late_stops, key=str):
+        for index in sorted(self.late_stops):
             self._v(STREAM + "grammar", f"tool_use block {index!r} was never stopped (a later tool_use block started "
                     "inside it)", ev, "message_delta", expected=f"content_block_stop for block {index!r}",
                     seen="message_delta")
