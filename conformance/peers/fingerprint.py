@@ -4,8 +4,10 @@ check that still fails but for another reason ("same check, new reason").
 Rules:
 - A fingerprint is built from the results record alone (never from free text that names ids or
   timings): per violation, the HTTP status it names (if any), the field it is about (the JSON
-  pointer with array indices as `*`, else the event type), and the kind of the value seen
-  (absent, null, string, number, bool, object, array, keys, status, text). One (test, check) pair
+  pointer with array indices as `*`, else the event type), the kind of the value seen
+  (absent, null, string, number, bool, object, array, keys, status, text), and how many of the
+  quoted values the check expected occur in what it saw (`holds 1/2`: a stop sequence the text ran
+  past is seen, one the router stopped at but did not report is not). One (test, check) pair
   may fail on several turns or events: its fingerprint is the sorted set of its violations'
   fingerprints, joined with " ; ".
 - A fixture entry keeps one fingerprint per check (`fingerprints` beside `checks` in
@@ -24,6 +26,7 @@ from conformance.core.results import Result
 _FAILING = ("failed", "error")
 _STATUS = re.compile(r"\b(?:HTTP|status)[ :]*([1-5]\d\d)\b", re.IGNORECASE)
 _INDEX = re.compile(r"/\d+(?=/|$)")
+_QUOTED = re.compile(r"'([^']+)'")
 
 
 def seen_kind(seen: object) -> str:
@@ -62,6 +65,10 @@ def violation_fingerprint(violation: dict) -> str:
     status = _STATUS.search(texts)
     parts = [f"status {status.group(1)}"] if status else []
     parts += [field, seen_kind(violation.get("seen"))]
+    wanted = set(_QUOTED.findall(str(violation.get("expected") or "")))
+    if wanted:
+        seen = str(violation.get("seen") or "")
+        parts.append(f"holds {sum(w in seen for w in wanted)}/{len(wanted)}")
     return " ".join(parts)
 
 

@@ -58,13 +58,26 @@ def test_ids_and_array_positions_do_not_make_a_new_reason():
     a = failing("'msg_abc'", pointer="/content/1/id")
     b = failing("'msg_xyz'", pointer="/content/3/id")
     assert pair_fingerprints([a]) == pair_fingerprints([b])
-    assert violation_fingerprint(a.violations[0]) == "/content/*/id string"
+    assert violation_fingerprint(a.violations[0]) == "/content/*/id string holds 0/1"
 
 
 def test_an_entry_without_a_fingerprint_gates_only_the_pair():
     fixture = merge({"known_failures": [{"test": TEST, "checks": [CHECK]}]}, {"findings": {CHECK: FINDING}})
     assert "fingerprints" not in fixture["known_failures"][0]
     assert changed_reasons(fixture_fingerprints(fixture["known_failures"]), pair_fingerprints([failing("1")])) == []
+
+
+def test_a_stop_sequence_run_past_and_one_stopped_at_but_unreported_are_two_reasons():
+    # claude-code-router 2.0.0 dropped the stop sequence (the text runs past it); 3.1.1 forwards it
+    # (the text stops before it) but still reports end_turn: the same check, the same field.
+    expected = "stop_reason 'stop_sequence' and stop_sequence 'plain'"
+    ran_past = failing("stop_reason 'end_turn', stop_sequence None, text ' here is a plain answer: one two.'",
+                       pointer="/stop_reason")
+    stopped = failing("stop_reason 'end_turn', stop_sequence None, text 'Hello! so here is a '", pointer="/stop_reason")
+    for r in (ran_past, stopped):
+        r.violations[0]["expected"] = expected
+    lines = changed_reasons(fixture_fingerprints(fixture_from([ran_past])["known_failures"]), pair_fingerprints([stopped]))
+    assert len(lines) == 1 and "holds 2/2" in lines[0] and "holds 1/2" in lines[0]
 
 
 def test_seen_kinds():
