@@ -112,7 +112,14 @@ def main(argv: list[str] | None = None) -> int:
     fixture = json.loads(args.fixture.read_text(encoding="utf-8"))
     prints = None
     if args.results is not None:
-        prints = pair_fingerprints(read_results(args.results))
+        # the stack's report folder (reports/peers/<stack>/) or its results/ inside it
+        folder = args.results / "results" if (args.results / "results").is_dir() else args.results
+        results = read_results(folder)
+        if not results:
+            print(f"conformance.peers.expect: no results records in {folder}: give the stack's report folder "
+                  "(reports/peers/<stack>/) of the run that wrote the baseline", file=sys.stderr)
+            return 2
+        prints = pair_fingerprints(results)
     try:
         merged = merge(written, fixture, prints)
     except ExpectationError as exc:
