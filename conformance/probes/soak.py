@@ -26,6 +26,7 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -191,9 +192,27 @@ class SoakReport:
         return ProbeOutcome(SOAK_STABLE, "failed", msg, [v], figures)
 
 
-def _session_run(target: Target, item: WorkItem, session: int, run: int, started_s: float) -> SoakSession:
-    report = run_scenario(target.base, target.wire, item.scenario, model=target.model,
-                          api_key=target.api_key, deadlines=target.deadlines)
+def merged_report(sessions: list[SoakSession], *, sessions_in_flight: int, duration_s: float | None = None,
+                  slo_ttft_s: float | None = None, slo_itl_s: float | None = None) -> SoakReport:
+    """One SoakReport from session runs recorded elsewhere (Locust workers), their times in one clock
+    (seconds since the epoch): the same record the soak probe builds, with no recovery request."""
+    if not sessions:
+        return SoakReport(duration_s or 0.0, sessions_in_flight, slo_ttft_s, slo_itl_s)
+    t0 = min(s.started_s for s in sessions)
+    runs = []
+    for s in sessions:
+        shifted = [dataclasses.replace(r, at_s=r.at_s - t0) for r in s.requests]
+        runs.append(dataclasses.replace(s, started_s=s.started_s - t0, finished_s=s.finished_s - t0,
+                                        requests=shifted))
+    wall = max(s.finished_s for s in runs)
+    report = SoakReport(duration_s or rounded(wall), sessions_in_flight, slo_ttft_s, slo_itl_s, runs, wall)
+    report.recovery = "not checked (merged from Locust workers: run one request against the target to see)"
+    return report
+
+
+def session_from_loop(report, wire, session: int, run: int, started_s: float, loop: str) -> SoakSession:
+    """One session run from a loop driver's report: its requests placed in time from `started_s`.
+    The soak and Locust's `LoopUser` both build their records here, so they are the same record."""
     requests, at = [], started_s
     for turn in report.turns:
         raw = turn.raw
@@ -202,10 +221,26 @@ def _session_run(target: Target, item: WorkItem, session: int, run: int, started
         violations = list(getattr(turn.verdict, "violations", []) or [])
         message = getattr(turn.verdict, "message", None)
         requests.append(SoakRequest(session, run, turn.turn, at, raw.first_content_at, itl_p95(raw), raw.elapsed,
-                                    output_tokens(message, target.wire) or 0, classify(raw, violations)))
+                                    output_tokens(message, wire) or 0, classify(raw, violations)))
         at += raw.elapsed
     kind = classify_loop(report)
-    return SoakSession(session, run, item.name, started_s, at, kind is None, kind, requests)
+    return SoakSession(session, run, loop, started_s, at, kind is None, kind, requests)
+
+
+def session_record(rec: SoakSession) -> dict[str, Any]:
+    """A session run as plain data (for a results record), read back by `session_of_record`."""
+    return dataclasses.asdict(rec)
+
+
+def session_of_record(data: dict[str, Any]) -> SoakSession:
+    reqs = [SoakRequest(**r) for r in data.get("requests", [])]
+    return SoakSession(**{**data, "requests": reqs})
+
+
+def _session_run(target: Target, item: WorkItem, session: int, run: int, started_s: float) -> SoakSession:
+    report = run_scenario(target.base, target.wire, item.scenario, model=target.model,
+                          api_key=target.api_key, deadlines=target.deadlines)
+    return session_from_loop(report, target.wire, session, run, started_s, item.name)
 
 
 async def recovery_check(target: Target) -> tuple[bool, str]:
