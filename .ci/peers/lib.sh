@@ -5,8 +5,12 @@ PEERS_SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$PEERS_SRC/../.." && pwd)"
 PEERS_DIR="${PEERS_DIR:-$REPO/.peers}"
 mkdir -p "$PEERS_DIR/logs"
-# shellcheck source=versions.env
-source "$PEERS_SRC/versions.env"
+# Versions are inputs: a variable already set in the environment (or by a script's argument)
+# wins; versions.env only fills in what is unset.
+while IFS='=' read -r key value; do
+  case "$key" in ''|'#'*) continue ;; esac
+  [ -n "${!key:-}" ] || export "$key=$value"
+done <"$PEERS_SRC/versions.env"
 PYTHON="${PEERS_PYTHON:-python3.11}"
 command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 
@@ -35,3 +39,13 @@ timed() {
 # A stamp file marks a finished install so re-runs with a warm cache are no-ops.
 stamped() { [ -f "$1/.installed-$2" ]; }
 stamp() { echo "$2" >"$1/.installed-$2"; }
+
+# Each version of a router lives in its own prefix, $PEERS_DIR/<component>-<version>, so two
+# generations coexist. A cache made before that (one unversioned prefix, stamped with the version
+# it holds) is used as it is, so a warm cache stays warm. conformance/peers/components.py
+# resolves prefixes the same way.
+prefix_for() {
+  local component="$1" version="$2"
+  if [ -f "$PEERS_DIR/$component/.installed-$version" ]; then echo "$PEERS_DIR/$component"
+  else echo "$PEERS_DIR/$component-$version"; fi
+}

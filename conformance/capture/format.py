@@ -38,6 +38,11 @@ FORMAT = "conformance.capture"
 VERSION = 1
 
 
+# A request that asks for at most this many tokens checks the quota or the connection (Claude
+# Code's quota check asks for one); no test takes it for a turn of the conversation.
+PROBE_OUTPUT_CAP = 1
+
+
 class CaptureFormatError(ValueError):
     pass
 
@@ -108,6 +113,21 @@ class Exchange:
     response: CapturedResponse | None = None
     note: str = ""  # e.g. "title request", "turn 2"
 
+    @property
+    def refused_at_capture(self) -> bool:
+        """The recorded answer was an error (4xx/5xx): the request is no template of a working turn."""
+        return self.response is not None and self.response.status >= 400
+
+    @property
+    def is_generation(self) -> bool:
+        """A main generation request: POST with a JSON body on its wire's generation path, never
+        count_tokens, and no probe (an output cap of one token: a quota or liveness check)."""
+        wire = dialect_for_path(self.request.path)
+        body = self.request.body
+        return (self.request.method == "POST" and wire is not None and isinstance(body, dict)
+                and wire.is_generation(self.request.path) and not wire.is_count_tokens(self.request.path)
+                and (wire.output_cap(body) or PROBE_OUTPUT_CAP + 1) > PROBE_OUTPUT_CAP)
+
 
 @dataclass
 class Capture:
@@ -130,6 +150,11 @@ class Capture:
     def main_exchanges(self) -> list[Exchange]:
         """Exchanges that are model requests (messages, count_tokens, chat completions, responses)."""
         return [e for e in self.exchanges if e.request.method == "POST" and e.request.api != "other"]
+
+    def generation_exchanges(self) -> list[Exchange]:
+        """The main generation requests (`Exchange.is_generation`), in order: what a test that
+        derives a turn of the conversation starts from."""
+        return [e for e in self.main_exchanges() if e.is_generation]
 
 
 def _exchange_to_json(e: Exchange) -> dict[str, Any]:

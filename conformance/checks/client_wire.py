@@ -22,7 +22,7 @@ fixtures/faults.json):
 - With the engine behind a router known (`--conformance-engine-url`), what reached the engine is
   read too: a deferred tool forwarded as an ordinary function, or `defer_loading` inside a
   forwarded schema, fails `client_wire.deferred.not_callable` whatever the model then called.
-- Several tool calls asked for in one turn all arrive (`client_wire.parallel_calls.all_survive`).
+- Several tool calls asked for in one turn all arrive: `conformance.checks.parallel_calls`.
 - Each real tool schema, forced one by one, is answered with a call of that tool
   (`client_wire.schema.forced_call_answered`; a 500 "failed to parse grammar" fails it).
 - Prefix reuse (opt-in probe): a second turn that re-prefills the shared prefix is a warning
@@ -93,14 +93,6 @@ FALLBACK_WORDING = register(
         "the error text is the stack's own wording: the client retries without the feature only when the "
         "400 says what its classifier looks for (e.g. \"Input should be 'user' or 'assistant'\", "
         "\"role 'system' ... not supported\")"
-    ),
-).id
-PARALLEL_CALLS = register(
-    "client_wire.parallel_calls.all_survive",
-    "several tool calls asked for in one turn all arrive",
-    likely_cause=(
-        "the tool-call parser stops after the first call (llama.cpp #14101, vLLM #57791) or a router keeps "
-        "only tool_calls[0]"
     ),
 ).id
 TOOL_RESULT_IMAGE = register(
@@ -296,12 +288,6 @@ def fallback_outcome(raw: RawExchange) -> Verdict:
         seen=_answer(raw)))
 
 
-def parallel_outcome(calls: list, wanted: int) -> Verdict:
-    if len(calls) >= wanted:
-        return Verdict(PARALLEL_CALLS, "passed", note=f"{len(calls)} calls in one turn")
-    return Verdict.of(violation(
-        PARALLEL_CALLS, f"{len(calls)} of the {wanted} tool calls asked for in one turn arrived "
-        f"({', '.join(c.name for c in calls) or 'none'})", expected=f">= {wanted} tool calls", seen=len(calls)))
 
 
 def forced_outcome(raw: RawExchange, calls: list, tool: str, callable_names: frozenset[str] = frozenset()) -> Verdict:

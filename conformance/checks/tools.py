@@ -11,6 +11,8 @@ Rules:
   (order 85, registered under `tools.custom_tool_kept`, reporting `tools.namespace_kept` too).
   `structured_outcome`, `arguments_outcomes` and `kept_outcomes` give their verdicts as
   `Verdict`s; `check_call_structured` / `check_arguments` give the bare violations.
+- `check_argument_json` is the standalone judge's (`conformance check-stream`): argument JSON on
+  every wire, with or without the request (the Responses stream grammar has no argument rule).
 - What each judges: the stack — the engine's tool parser, a router's translation of tools —
   except `tools.call_cut`, which judges the model: the stream and the parser were fine, the
   model did not close its call within the output cap.
@@ -286,6 +288,30 @@ def check_arguments(message: Any, request: dict | None, wire: Dialect, *, turn: 
                 seen=json.dumps(call.arguments, ensure_ascii=False)[:300],
                 pointer=call.pointer + where, turn=turn))
     return out, notes
+
+
+def check_argument_json(message: Any, wire: Dialect, *, turn: int | None = None,
+                        unparsed_input: dict[str, str] | None = None) -> list[Violation]:
+    """A standalone judge's argument check (`conformance check-stream`), on every wire, with or
+    without the request: every structured call whose arguments do not parse to a JSON object
+    (`tools.arguments_schema`, or `tools.call_cut` for the last call of a cut turn). A freeform
+    (custom) call's raw input is never JSON and is not judged here; nor are names and schemas,
+    which a saved body's request may not carry."""
+    calls = wire.tool_calls(message, unparsed_input)
+    cut = wire.cut_reason(message)
+    out: list[Violation] = []
+    for i, call in enumerate(calls):
+        if call.kind == "custom" or call.arguments is not None:
+            continue
+        if cut is not None and i == len(calls) - 1:
+            out.append(_call_cut(call, cut, wire, f"do not parse to a JSON object ({call.parse_error})", turn))
+            continue
+        out.append(violation(
+            ARGUMENTS_SCHEMA, f"the arguments of the call to {call.name!r} do not parse to a JSON object",
+            expected="a JSON object", seen=(call.parse_error or "")
+            + (f"; arguments text {call.raw[:200]!r}" if call.raw is not None else ""), pointer=call.pointer,
+            turn=turn))
+    return out
 
 
 def structured_outcome(message: Any, request: dict | None, wire: Dialect, *,

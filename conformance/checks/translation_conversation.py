@@ -6,7 +6,10 @@ Rules:
 - Messages (`translation.messages_preserved`): every text the client sent (the top-level system
   prompt, `role: system` entries inside messages, user and assistant text) reaches the engine,
   in order; absent is an error, out of order a warning, a system entry delivered under another
-  role is info (LiteLLM sends it as `user`).
+  role is info (LiteLLM sends it as `user`). What a router may change in the top-level system
+  prompt: the whitespace around each text block and how the blocks are joined (an OpenAI system
+  message is one string; claude-code-router 3.1.1 trims each block and joins them with "\n").
+  The text inside a block is content: each block must arrive with it unchanged, in order.
 - Pairing (`translation.tool_result_pairing`): in what reached the engine every tool result
   follows the assistant turn that made its call, under that call's id (else an error), and its
   content arrives as text: wrapped as JSON text or with other text around it is a warning
@@ -70,7 +73,7 @@ def messages_preserved(hop: Hop) -> list[Violation]:
             spans.append((start, len(hay), t.role))
     pos = 0
     for t in _client_turns(hop):
-        for text in t.texts:
+        for text in _system_blocks(hop, t) if t.index < 0 else t.texts:
             needle = text.strip()
             if not needle:
                 continue
@@ -92,6 +95,16 @@ def messages_preserved(hop: Hop) -> list[Violation]:
                                      severity="info", expected="role system", seen=role_there, pointer=t.pointer))
             pos = found + len(needle)
     return out
+
+
+def _system_blocks(hop: Hop, turn) -> list[str]:
+    """The top-level system prompt as the client's own text blocks, each matched apart (module
+    rules: the whitespace around a block and the joining of blocks are the router's to choose);
+    a system prompt sent as one string is one block."""
+    system = hop.client_request.get("system") if isinstance(hop.client_request, dict) else None
+    if isinstance(system, list):
+        return [str(b.get("text", "")) for b in system if isinstance(b, dict) and b.get("type") == "text"]
+    return turn.texts
 
 
 # ----------------------------------------------------------------------------- pairing

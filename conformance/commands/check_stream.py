@@ -6,6 +6,9 @@ Rules:
   DIALECTS). A JSON body is judged as a non-stream response, or, with `--status` >= 400, as an error body (envelope and status). `-` reads stdin.
 - `--request REQUEST.json` supplies the request body the stream answered: OpenAI rules depend on
   it (tool_choice, stream_options.include_usage), so does the Responses cap rule (max_output_tokens).
+- Every tool call's arguments are judged as the suite judges them (`tools.arguments_schema`,
+  `conformance.checks.tools.check_argument_json`), on every wire, with or without `--request`:
+  arguments that do not parse to a JSON object.
 - `--protocol responses` judges an OpenAI Responses API body (POST /v1/responses, what Codex CLI
   speaks): its event stream, a Response object, or its error envelope.
 - Exit 0: no error (warnings and notes allowed); 1: errors found; 2: bad usage, an unreadable
@@ -22,6 +25,7 @@ import sys
 from pathlib import Path
 
 from conformance.capture.format import FORMAT
+from conformance.checks.tools import check_argument_json
 from conformance.core.bounded_json import parse as parse_json
 from conformance.report.text import format_violation
 from conformance.wire.registry import DIALECTS, dialect
@@ -53,7 +57,7 @@ def _is_capture(body: bytes) -> bool:
     if b'"conformance.capture"' not in body[:4096]:
         return False
     try:
-        doc = json.loads(body)
+        doc = parse_json(body)
     except ValueError:
         return False
     return isinstance(doc, dict) and doc.get("format") == FORMAT
@@ -92,12 +96,15 @@ def run(args) -> int:
         events = None
     elif head in (b"{", b"["):
         kind = "response"
-        _message, violations = wire.check_response(body, request=request)
+        message, violations = wire.check_response(body, request=request)
+        violations = violations + check_argument_json(message, wire)
         events = None
     else:
         kind = "stream"
         report = wire.check_stream(body, request=request)
         violations, events, complete = report.violations, len(report.events), report.complete
+        violations = violations + check_argument_json(report.message, wire,
+                                                      unparsed_input=report.unparsed_tool_input)
 
     errors = [v for v in violations if v.is_error]
     if args.json:

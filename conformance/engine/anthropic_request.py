@@ -15,7 +15,11 @@ Rules (wire facts: the Anthropic Messages API reference):
 - Refuses (400 invalid_request_error, the message names the field): missing/invalid model,
   max_tokens, messages; unknown block types; a tool_result whose tool_use_id matches no earlier
   tool_use; a thinking block sent back without its signature; thinking.budget_tokens < 1024 or
-  >= max_tokens. The faults that refuse what a real stack refuses (a closed request struct,
+  >= max_tokens, except under interleaved thinking (beta `interleaved-thinking-2025-05-14` in
+  `anthropic-beta`), where the budget spans every thinking block of the assistant turn and may
+  exceed max_tokens (Anthropic docs, "Extended thinking", section "Interleaved thinking":
+  https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking#interleaved-thinking).
+  The faults that refuse what a real stack refuses (a closed request struct,
   system entries, thinking.display, images in a tool_result, replayed history blocks) act here.
 """
 
@@ -58,13 +62,21 @@ EFFORTS = ("low", "medium", "high", "xhigh", "max")
 HISTORY_ONLY_BLOCKS = {"redacted_thinking", "server_tool_use", "web_search_tool_result", "web_fetch_tool_result",
                        "code_execution_tool_result", "bash_code_execution_tool_result",
                        "text_editor_code_execution_tool_result", "mcp_tool_use", "mcp_tool_result"}
+# The beta under which budget_tokens may exceed max_tokens (docs/wire-facts.md).
+INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
 # What a closed request struct (fault strict-unknown-field) knows.
 CLOSED_FIELDS = {"model", "messages", "max_tokens", "system", "stop_sequences", "stream", "temperature",
                  "top_p", "top_k", "tools", "tool_choice", "metadata", "thinking", "output_config",
                  "service_tier", "container", "mcp_servers"}
 
 
-def parse(body: dict, faults, *, count_only: bool = False) -> Conversation:
+def betas_of(headers) -> frozenset[str]:
+    """The betas an `anthropic-beta` header names (comma-separated; several headers joined)."""
+    values = headers.getall("anthropic-beta", []) if hasattr(headers, "getall") else [headers.get("anthropic-beta") or ""]
+    return frozenset(b.strip() for v in values for b in str(v).split(",") if b.strip())
+
+
+def parse(body: dict, faults, *, count_only: bool = False, betas: frozenset[str] = frozenset()) -> Conversation:
     if STRICT_UNKNOWN_FIELD in faults:
         extra = sorted(k for k in body if k not in CLOSED_FIELDS)
         if extra:
@@ -98,7 +110,9 @@ def parse(body: dict, faults, *, count_only: bool = False) -> Conversation:
     choice, choice_name = _parse_tool_choice(body.get("tool_choice"))
     tc = body.get("tool_choice")
     parallel = not (isinstance(tc, dict) and tc.get("disable_parallel_tool_use") is True)
-    thinking, display = _parse_thinking(body, max_tokens, faults, count_only)
+    # Under interleaved thinking the budget is not bounded by max_tokens (see the module rules).
+    capped = not count_only and INTERLEAVED_THINKING_BETA not in betas
+    thinking, display = _parse_thinking(body, max_tokens, faults, capped)
     loaded: list[str] = []
     messages = _parse_messages(body.get("messages"), faults, loaded)
     known = {t.name for t in tools} | set(deferred)
@@ -173,7 +187,7 @@ def _parse_tool_choice(tc):
     return tc["type"], None
 
 
-def _parse_thinking(body, max_tokens, faults, count_only):
+def _parse_thinking(body, max_tokens, faults, capped):
     th = body.get("thinking")
     oc = body.get("output_config")
     effort = None
@@ -190,7 +204,7 @@ def _parse_thinking(body, max_tokens, faults, count_only):
         b = th.get("budget_tokens")
         require(is_int(b), "thinking.enabled.budget_tokens: Field required")
         require(b >= 1024, "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024")
-        if not count_only and is_int(max_tokens):
+        if capped and is_int(max_tokens):
             require(b < max_tokens, "`max_tokens` must be greater than `thinking.budget_tokens`")
     if "display" in th and STRICT_THINKING_DISPLAY in faults:
         raise InvalidRequest(f"thinking.{th['type']}.display: Extra inputs are not permitted")

@@ -21,7 +21,7 @@ from aiohttp import web
 
 from conformance.engine import faults as fault_modes
 from conformance.engine import ids, planner, wire
-from conformance.engine.anthropic_request import parse
+from conformance.engine.anthropic_request import betas_of, parse
 from conformance.engine.conversation import (
     Conversation,
     InvalidRequest,
@@ -117,7 +117,7 @@ def _plan(state, conv: Conversation):
 
 async def messages(request: web.Request, state, body: dict):
     faults = state.faults
-    conv = parse(body, faults)
+    conv = parse(body, faults, betas=betas_of(request.headers))
     reply, prompt = _plan(state, conv)
     seed = ids.digest(json.dumps(body, sort_keys=True))
     msg_id = ids.make(wire.other_id("msg_01", "msg_bdrk_01"), seed, n=22)

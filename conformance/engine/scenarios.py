@@ -220,8 +220,13 @@ def fill_value(schema: dict):
         return max(0, schema.get("minimum", 0))
     if typ == "boolean":
         return False
-    if typ == "array":
-        return []
+    if typ == "array":  # as many items as the schema asks for (a forced call must fit it)
+        prefix = schema.get("prefixItems") if isinstance(schema.get("prefixItems"), list) else []
+        wanted = max(int(schema.get("minItems", 0) or 0), len(prefix) if schema.get("items") is False else 0)
+        items = [fill_value(prefix[i] if i < len(prefix) else schema.get("items", {})) for i in range(wanted)]
+        if schema.get("uniqueItems") and len({repr(i) for i in items}) < len(items):
+            items = [f"{v}{i}" if isinstance(v, str) else v for i, v in enumerate(items)]
+        return items
     if typ == "object":
         return fill_object(schema)
     return "x" * int(schema.get("minLength", 0)) if schema.get("minLength") else ""

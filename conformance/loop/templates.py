@@ -6,7 +6,9 @@ Rules:
   wire, opencode for the OpenAI chat wire, Codex CLI for the Responses wire), found by the one
   corpus scan (`conformance.capture.corpus.scan`) under `conformance.core.paths.captured_dir()`
   or the folder the run names; the bundled recordings in `conformance/loop/templates/` are only
-  a fallback when the corpus holds none. Preference: a request offering the client's loop tools
+  a fallback when the corpus holds none, or none that offers the client's loop tools (a loop
+  needs the tools its scenarios use: Codex's `apply_patch`, say). A request refused when it was captured is never a
+  template (its loop would fail at turn 1 with the same refusal). Preference: a request offering the client's loop tools
   (`ClientProfile.loop_tools`), then one offering a namespace the scenario needs, then case
   `default`, then a `*tool-loop*` case, then the newest release (`conformance.core.versions`).
 - A template remembers the client that sent it; an unknown client's template is driven with a
@@ -70,8 +72,11 @@ def _driver_of(wire: Dialect) -> ClientProfile:
 
 def _first_loop_request(cap: Capture, wire: Dialect) -> CapturedRequest | None:
     """The capture's first request of a loop on `wire`: its generation path (under any base
-    path; count_tokens is not a loop's request), tools offered, nothing the model said yet."""
+    path; count_tokens is not a loop's request), tools offered, nothing the model said yet, and
+    answered when it was captured (a refused request starts no loop)."""
     for ex in cap.main_exchanges():
+        if ex.refused_at_capture:
+            continue
         req, body = ex.request, ex.request.body
         if not isinstance(body, dict) or not body.get("tools"):
             continue
@@ -111,18 +116,24 @@ def find_template(wire: Dialect, root: Path | str | None = None, *, fallback: bo
             rank = (complete, has_namespace, cap.case == "default", "tool-loop" in cap.case,
                     version_key(cap.client_version), str(f))
             candidates.append((rank, req, cap, f))
-    if candidates:
-        _, req, cap, f = max(candidates, key=lambda c: c[0])
+    best = max(candidates, key=lambda c: c[0]) if candidates else None
+    if best is not None and (best[0][0] or not fallback):
+        _, req, cap, f = best
         return Template(req, f"{cap.id} ({f})", cap.client)
     if not fallback:
         raise TemplateError(f"no {client.name} capture with a first {wire.name} request carrying tools under {folder}")
     f = TEMPLATES_DIR / f"{client.name}.json"
-    _, cap = next(scan(f))
-    req = _first_loop_request(cap, wire)
+    _, bundled = next(scan(f))
+    req = _first_loop_request(bundled, wire)
     if req is None:  # pragma: no cover - bundled data is tested
         raise TemplateError(f"bundled template {f} holds no usable first request")
-    return Template(req, f"{cap.id} (bundled fallback {f.name}; captured/ has no {client.name} first request)",
-                    cap.client)
+    if best is not None and not all(t in set(wire.offered_tools(req.body)) for t in client.loop_tools):
+        _, req, cap, f = best  # the bundled one lacks them too: the corpus's own is as good
+        return Template(req, f"{cap.id} ({f})", cap.client)
+    why = (f"its {client.name} first requests lack the loop tools {', '.join(client.loop_tools)}" if best is not None
+           else f"it has no {client.name} first request")
+    return Template(req, f"{bundled.id} (bundled fallback {f.name}; the corpus is used only where {why})",
+                    bundled.client)
 
 
 def find_stored_history(wire: Dialect, root: Path | str | None = None) -> tuple[list[dict], str]:

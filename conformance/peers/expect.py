@@ -1,6 +1,6 @@
 """Expectations as data: fixtures/peers/<stack>.json, a suite baseline plus hand-written findings.
 
-    python -m conformance.peers.expect WRITTEN_BASELINE fixtures/peers/<stack>.json
+    python -m conformance.peers.expect WRITTEN_BASELINE fixtures/peers/<stack>.json [--results DIR]
 
 Rules:
 - A fixture is a `conformance.baseline` file (the suite's own gate reads it with
@@ -17,6 +17,9 @@ Rules:
   docs; this module never writes a finding. It only rebuilds `known_failures` (which tests fail
   with which checks) from a baseline that a run wrote (`run.py --write-baselines DIR`), giving
   each entry the reason of its findings, and refuses when a failing check has no finding yet.
+- With `--results` (the run's results folder, reports/peers/<stack>/) each entry also records the
+  fingerprint of each of its checks' violations (conformance.peers.fingerprint): the gate fails
+  when a check still fails for another reason, and re-running this records the new reason.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ import argparse
 import json
 import sys
 from pathlib import Path
+
+from conformance.core.results import read_results
+from conformance.peers.fingerprint import pair_fingerprints
 
 REQUIRED = ("wrong", "evidence", "spec", "layer", "repro")
 LAYERS = ("router", "engine", "both", "stack", "model")
@@ -68,7 +74,7 @@ def reason(checks: list[str], findings: dict) -> str:
     return " | ".join(parts)
 
 
-def merge(written: dict, fixture: dict) -> dict:
+def merge(written: dict, fixture: dict, fingerprints: dict[tuple[str, str], str] | None = None) -> dict:
     findings = fixture.get("findings") or {}
     problems = validate_findings(findings)
     entries = []
@@ -81,7 +87,11 @@ def merge(written: dict, fixture: dict) -> dict:
         # The suite's gate compares a test's *violations*; summary checks (derived findings) are
         # recorded as failed but carry no violation of their own, so the gate must not list them.
         gate = [c for c in checks if "derived_from" not in findings[c]] or checks
-        entries.append({"test": e["test"], "checks": gate, "reason": reason(checks, findings)})
+        entry = {"test": e["test"], "checks": gate, "reason": reason(checks, findings)}
+        prints = {c: fingerprints[(e["test"], c)] for c in gate if (e["test"], c) in (fingerprints or {})}
+        if prints:
+            entry["fingerprints"] = prints
+        entries.append(entry)
     if problems:
         raise ExpectationError("\n".join(problems))
     out = {k: v for k, v in fixture.items() if k not in ("known_failures",)}
@@ -95,11 +105,16 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m conformance.peers.expect", description=__doc__.split("\n\n")[0])
     ap.add_argument("written", type=Path, help="baseline written by a run (--conformance-baseline-write)")
     ap.add_argument("fixture", type=Path, help="fixtures/peers/<stack>.json holding the findings")
+    ap.add_argument("--results", type=Path, default=None,
+                    help="the run's results folder (reports/peers/<stack>/): record each violation's fingerprint")
     args = ap.parse_args(argv)
     written = json.loads(args.written.read_text(encoding="utf-8"))
     fixture = json.loads(args.fixture.read_text(encoding="utf-8"))
+    prints = None
+    if args.results is not None:
+        prints = pair_fingerprints(read_results(args.results))
     try:
-        merged = merge(written, fixture)
+        merged = merge(written, fixture, prints)
     except ExpectationError as exc:
         print(f"{args.fixture}: not updated:\n{exc}", file=sys.stderr)
         return 1

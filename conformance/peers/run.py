@@ -62,10 +62,11 @@ def missing_installs(stack: Stack) -> list[str]:
     d = components.peers_dir()
     needs: list[tuple[Path, str]] = []
     if stack.router == "litellm":
-        needs.append((d / "litellm" / "bin" / "litellm", "install-litellm"))
+        version = components.wanted_version("litellm", stack.generation)
+        needs.append((components.install_prefix("litellm", version) / "bin" / "litellm", f"install-litellm {version}"))
     if stack.router == "ccr":
-        needs.append((d / "ccr" / "node_modules" / "@musistudio" / "claude-code-router" / "dist" / "cli.js",
-                      "install-ccr"))
+        version = components.wanted_version("ccr", stack.generation)
+        needs.append((components.ccr_cli(version), f"install-ccr {version}"))
     if stack.engine == "llamacpp":
         needs += [(d / "llamacpp" / "bin" / "python", "install-llamacpp"), (d / "models" / components.GGUF_NAME, "install-llamacpp")]
     if stack.engine == "vllm":
@@ -133,10 +134,11 @@ def fixture_gates(fixture: Path) -> bool:
 
 
 def router_version(stack: Stack, versions: dict[str, str]) -> str:
+    suffix = " next" if stack.generation == "next" else ""
     if stack.router == "litellm":
-        return f"litellm {versions.get('litellm', '?')}"
+        return f"litellm {versions.get('litellm' + suffix, '?')}"
     if stack.router == "ccr":
-        return f"claude-code-router {versions.get('claude-code-router', '?')}"
+        return f"claude-code-router {versions.get('claude-code-router' + suffix, '?')}"
     return "none (the engine's own endpoint)"
 
 
@@ -191,9 +193,11 @@ def router_for(stack: Stack, engine_url: str, upstream_model: str) -> ManagedSer
     if stack.router == "litellm":
         return components.litellm(engine_url, upstream_model, served_model=upstream_model,
                          chat_completions=stack.litellm_path == "chat", provider=stack.litellm_provider,
-                         log_name=f"litellm-{stack.name}")
+                         log_name=f"litellm-{stack.name}",
+                         version=components.wanted_version("litellm", stack.generation))
     if stack.router == "ccr":
-        return components.claude_code_router(engine_url, upstream_model, log_name=f"ccr-{stack.name}")
+        return components.claude_code_router(engine_url, upstream_model, log_name=f"ccr-{stack.name}",
+                                             version=components.wanted_version("ccr", stack.generation))
     return None
 
 
@@ -240,7 +244,7 @@ def run_stack(stack: Stack, engines: Engines, *, reports: Path, trimmed: Path | 
                 es.enter_context(router)
                 print(f"peers: {router.name} ready after {router.ready_after:.1f} s", flush=True)
                 target = router.base_url
-                api_key = components.MASTER_KEY if stack.router == "litellm" else "sk-peers-local"
+                api_key = components.MASTER_KEY if stack.router == "litellm" else components.CCR_API_KEY
             else:
                 target, api_key = engine_url, "sk-peers-local"
             # A fresh report folder per run: the results record is append-only.

@@ -8,11 +8,15 @@ Rules:
   with long deadlines, so the whole peer run fits its CI budget.
 - Every router stack passes the engine URL behind it (`--conformance-engine-url`) so failing
   exchanges are attributed to the router or the engine.
+- Each router runs in two generations: "pinned" (LITELLM_VERSION, CCR_VERSION) and "next" (the
+  newest release, LITELLM_NEXT_VERSION, CCR_NEXT_VERSION; versions in .ci/peers/versions.env or
+  the environment). A next stack is its pinned twin with `-next` after the router's name
+  (`NEXT_STACKS`): same captures, same paths, its own fixture, so the two can be compared.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,7 @@ class Stack:
     real_model: bool = False
     description: str = ""
     extra_args: tuple[str, ...] = field(default_factory=tuple)
+    generation: str = "pinned"  # pinned | next: which version of the router (module rules)
 
     @property
     def title(self) -> str:
@@ -78,6 +83,29 @@ STACKS: tuple[Stack, ...] = (
           "vllm", real_model=True, description="vLLM's own Responses endpoint, hermes tool parser, Gemma 3 270M",
           extra_args=("--conformance-client", "codex")),
 )
+
+
+def next_generation(stack: Stack) -> Stack:
+    """The stack's twin on the router's newest release: `litellm-chat-engine` ->
+    `litellm-next-chat-engine`, `ccr-engine` -> `ccr-next-engine`."""
+    head, _, rest = stack.name.partition("-")
+    chain = tuple(f"{c} (next)" if i == 1 else c for i, c in enumerate(stack.chain))
+    return replace(stack, name=f"{head}-next-{rest}", chain=chain, generation="next",
+                   description=f"{stack.description} (the router's newest release)")
+
+
+# The newest releases beside the pins: every LiteLLM path the pinned one has, and claude-code-router.
+NEXT_STACKS: tuple[Stack, ...] = tuple(next_generation(s) for s in STACKS if s.router)
+STACKS = STACKS + NEXT_STACKS
+
+
+def twin(stack: Stack) -> Stack | None:
+    """The other generation of the same stack (None for an engine's own endpoint)."""
+    for s in STACKS:
+        if s.router and s.router == stack.router and s.generation != stack.generation and \
+                s.name.replace("-next-", "-", 1) == stack.name.replace("-next-", "-", 1):
+            return s
+    return None
 
 
 def by_name(name: str) -> Stack:

@@ -19,12 +19,26 @@ class EventFilter:
     """Applies response-side router faults to Anthropic events (stream) or a message (non-stream)."""
 
     def __init__(self, *, drop_thinking: bool = False, rewrite_tool_ids: bool = False,
-                 drop_stop_sequence: bool = False, model_label: str | None = None) -> None:
+                 drop_stop_sequence: bool = False, model_label: str | None = None,
+                 first_tool_call_only: bool = False) -> None:
         self.drop_thinking = drop_thinking
         self.rewrite_tool_ids = rewrite_tool_ids
         self.drop_stop_sequence = drop_stop_sequence
         self.model_label = model_label
+        # keeps only the first tool_use block: the later ones vanish whole and the indices close
+        # up, so the client's stream is clean and only the engine's own answer shows the loss
+        self.first_tool_call_only = first_tool_call_only
+        self.tool_calls = 0
         self.dropped: set[int] = set()
+
+    def _drops(self, block: dict) -> bool:
+        kind = block.get("type")
+        if self.drop_thinking and kind in ("thinking", "redacted_thinking"):
+            return True
+        if self.first_tool_call_only and kind == "tool_use":
+            self.tool_calls += 1
+            return self.tool_calls > 1
+        return False
 
     def _shift(self, index: int) -> int:
         return index - sum(1 for d in self.dropped if d < index)
@@ -35,7 +49,7 @@ class EventFilter:
             event = dict(event, message=dict(event.get("message") or {}, model=self.model_label))
         if kind in ("content_block_start", "content_block_delta", "content_block_stop") and isinstance(event.get("index"), int):
             index = event["index"]
-            if kind == "content_block_start" and self.drop_thinking and (event.get("content_block") or {}).get("type") in ("thinking", "redacted_thinking"):
+            if kind == "content_block_start" and self._drops(event.get("content_block") or {}):
                 self.dropped.add(index)
             if index in self.dropped:
                 return None
@@ -54,7 +68,7 @@ class EventFilter:
             message["model"] = self.model_label
         content = []
         for block in message.get("content") or []:
-            if self.drop_thinking and block.get("type") in ("thinking", "redacted_thinking"):
+            if self._drops(block):
                 continue
             if self.rewrite_tool_ids and block.get("type") == "tool_use":
                 block = dict(block, id=rewritten_id(str(block.get("id", ""))))

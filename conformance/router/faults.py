@@ -17,6 +17,7 @@ ROUTING_UNSTABLE_ACROSS_WIRE_VARIANTS = "routing-unstable-across-wire-variants"
 BUFFERED_STREAM = "buffered-stream"
 WRONG_MODEL = "wrong-model"
 JAILBREAK_ROUTE_KEEPS_TOOLS = "jailbreak-route-keeps-tools"
+FIRST_TOOL_CALL_ONLY = "first-tool-call-only"
 
 ROUTER_FAULTS: dict[str, str] = {
     LOSSY_TRANSLATION: (
@@ -44,6 +45,10 @@ ROUTER_FAULTS: dict[str, str] = {
     JAILBREAK_ROUTE_KEEPS_TOOLS: (
         "claims an injection route (prompts that look like prompt injections go to a tool-less route) "
         "but keeps the tools on it, so an injection can still call them"
+    ),
+    FIRST_TOOL_CALL_ONLY: (
+        "forwards only the first tool call of a turn (tool_calls[0]); the later calls vanish whole, so the "
+        "client's stream is clean and only the engine's own answer shows what was lost"
     ),
 }
 

@@ -28,6 +28,7 @@ from conformance.router.events import EventFilter, SSELines, sse
 from conformance.router.faults import (
     BUFFERED_STREAM,
     FALLBACK_MODEL,
+    FIRST_TOOL_CALL_ONLY,
     JAILBREAK_ROUTE_KEEPS_TOOLS,
     LOSSY_TRANSLATION,
     ROUTING_UNSTABLE_ACROSS_WIRE_VARIANTS,
@@ -221,7 +222,8 @@ class Router:
         if lossy:
             body = tr.make_lossy(body)
         filt = EventFilter(
-            drop_thinking=lossy, rewrite_tool_ids=lossy, drop_stop_sequence=cfg.has(STOP_SEQUENCE_MISSING), model_label=label
+            drop_thinking=lossy, rewrite_tool_ids=lossy, drop_stop_sequence=cfg.has(STOP_SEQUENCE_MISSING), model_label=label,
+            first_tool_call_only=cfg.has(FIRST_TOOL_CALL_ONLY),
         )
         extra_headers = {"x-router-route": route, "x-router-upstream-model": upstream_model}
         if cfg.upstream_api == "openai":

@@ -12,12 +12,16 @@ Rules:
   a peer fixture keeps matching when the current release changes; the release is a property of
   every result (`client_version`). Only a run that replays two releases of one client puts the
   release in that client's keys (`claude-code/2.1.197/default`), so no two tests share a key.
+  An unknown client's captures, and captures that would share a key, add `@<file>-<hash>` (the
+  file name and 8 hex of its SHA-256): stable whatever else the corpus holds, never a number.
 - A corpus that yields no capture is not a vacuous pass: the tests are parametrized with a
   single `no-captures` case that fails with `suite.corpus.present`.
 - Replay is the one replay-one-capture (`conformance.suite.replay`): byte-exact by default, the
   captured body bytes sent unless the suite had to change the body (the model rewritten to what
   the target serves, the run salt); `prepared(ctx, exchange)` is one exchange so prepared, the
   start of every request a test derives from a capture.
+- A request derived from a capture passes its wire's request rules before it is sent
+  (`valid_derived`): one that does not is the suite's own bug (`DerivedRequestInvalid`).
 - A capture's wire is a Dialect (`capture_wire`); a test needs its wire served (`require_wire`).
 - Exchanges of one test share memoised results through `session.cache` (the replay of a
   capture is judged by several tests: incremental delivery, variants, stop sequences).
@@ -25,22 +29,26 @@ Rules:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from conformance.capture.corpus import load_captures
-from conformance.capture.format import Capture, CaptureFormatError, Exchange
+from conformance.capture.format import Capture, CapturedRequest, CaptureFormatError, Exchange
 from conformance.checks import suite as suite_checks
+from conformance.clients.profile import known
 from conformance.core.paths import captured_dir
 from conformance.core.versions import version_key
 from conformance.suite import replay as one_replay
 from conformance.suite.replay import Step
 from conformance.wire.dialect import Dialect
 from conformance.wire.registry import DIALECTS, dialect_for_path
+from conformance.wire.request_rules import betas_of, request_problems
 
 _CASES = pytest.StashKey[tuple]()
 
@@ -123,11 +131,41 @@ def select_releases(caps: list[Capture], spec: str, current: dict[str, str]) -> 
 
 def capture_key(capture: Capture, caps: list[Capture]) -> str:
     """The test key part of a capture: client/case, with the release only when this run replays
-    several releases of that client."""
+    several releases of that client. A capture of an unknown client, or one whose key another
+    capture of the run shares, also carries its file name and a hash of its content, so its id
+    never depends on which other captures the run holds (pytest would number repeated ids)."""
     releases = {c.client_version for c in caps if c.client == capture.client}
-    if len(releases) > 1:
-        return capture.id
-    return f"{capture.client}/{capture.case}"
+    key = capture.id if len(releases) > 1 else f"{capture.client}/{capture.case}"
+    shared = sum(1 for c in caps if c.client == capture.client and c.case == capture.case
+                 and (len(releases) == 1 or c.client_version == capture.client_version)) > 1
+    if shared or not known(capture.client):
+        key += f"@{content_tag(capture)}"
+    return key
+
+
+def content_tag(capture: Capture) -> str:
+    """`<file name>-<8 hex of its content's SHA-256>` (the requests' bytes when it has no file)."""
+    try:
+        data = capture.path.read_bytes() if capture.path is not None else None
+    except OSError:
+        data = None
+    if data is None:
+        data = b"".join(ex.request.body_bytes() for ex in capture.exchanges)
+    stem = capture.path.stem if capture.path is not None else capture.case
+    return f"{stem}-{hashlib.sha256(data).hexdigest()[:8]}"
+
+
+class DerivedRequestInvalid(AssertionError):
+    """A request the suite derived breaks its wire's request rules: the suite's own bug."""
+
+
+def valid_derived(wire: Dialect, body: Any, request: CapturedRequest, note: str) -> None:
+    """Raise DerivedRequestInvalid when `body`, derived from the captured `request`, breaks its
+    wire's request rules (`conformance.wire.request_rules`): never sent, never the target's fault."""
+    problems = request_problems(wire, body, betas=betas_of(request.headers), path=request.path)
+    if problems:
+        raise DerivedRequestInvalid(f"suite bug: the request derived from a captured {request.path} ({note}) "
+                                    f"breaks the {wire.name} wire's request rules: {'; '.join(problems)}")
 
 
 def capture_wire(capture: Capture) -> Dialect | None:

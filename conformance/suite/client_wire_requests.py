@@ -2,6 +2,8 @@
 derived from them only through the writers of their wire's Dialect.
 
 Rules:
+- A source is a main generation request (never count_tokens or a probe) that was answered at
+  capture time (`requests`).
 - The pool is the run's corpus, then the bundled captured/ (captures not already in it), each
   newest release first (`conformance.capture.corpus.newest_first`, the one version key); a test
   takes the first captured model request whose body has its shape (`find`), so a corpus of
@@ -13,6 +15,9 @@ Rules:
   ISOLATED_MAX_TOKENS), so a stack that refuses one shape fails that shape's id alone. The
   output cap goes through `with_output_cap`, which keeps a thinking budget below it (a budget
   at or above max_tokens is a request a conformant engine rightly refuses).
+- Every derived request passes its wire's request rules before it is sent
+  (`conformance.wire.request_rules.request_problems`, `send`): one that does not is the suite's
+  own bug, raised as `cases.DerivedRequestInvalid`, never sent nor blamed on the target.
 - A forced tool choice goes with thinking off (`forcing`, then `without_thinking`: the Messages
   API refuses both at once), sent whole (`with_stream(False)`).
 - The shapes are read by the Dialect (`thinking_display`, `system_role_turns`, `deferred_tools`,
@@ -30,8 +35,9 @@ from conformance.capture.corpus import load_captures, newest_first
 from conformance.capture.format import Capture, Exchange
 from conformance.core.paths import captured_dir
 from conformance.core.versions import version_key
+from conformance.layers.hop import accumulate, find_forwarded, received_log, replay
 from conformance.suite import cases
-from conformance.suite.cases import prepared, require_wire
+from conformance.suite.cases import prepared, require_wire, valid_derived
 from conformance.wire.dialect import Dialect
 from conformance.wire.registry import dialect_for_path
 
@@ -77,10 +83,11 @@ def pool(config) -> list[Capture]:
 
 
 def requests(config):
-    """(capture, exchange, wire) of every captured model request with a JSON body, pool order."""
+    """(capture, exchange, wire) of every captured main generation request (never count_tokens
+    or a probe, `Exchange.is_generation`) that was not refused at capture time, pool order."""
     for cap in pool(config):
-        for ex in cap.main_exchanges():
-            if isinstance(ex.request.body, dict):
+        for ex in cap.generation_exchanges():
+            if not ex.refused_at_capture:
                 yield cap, ex, wire_of(ex)
 
 
@@ -157,13 +164,21 @@ def isolated(ctx, exchange: Exchange, wire: Dialect, *keep: str) -> dict:
     return body
 
 
+def client_tools(wire: Dialect, body: dict) -> list[str]:
+    """The offered tools a client runs (a schema, or a freeform grammar): the ones a forced tool
+    choice may demand; a hosted (server) tool is run by the API itself."""
+    return [t.name for t in wire.offered_tool_specs(body) if t.kind != "hosted"]
+
+
 def forced(wire: Dialect, body: dict, name: str | None = None) -> dict:
     """`body` demanding a call (of `name`, else of any offered tool), thinking off, sent whole."""
     return wire.with_stream(wire.without_thinking(wire.forcing(body, name)), False)
 
 
 def send(ctx, exchange: Exchange, wire: Dialect, body: dict, note: str):
+    """Send a derived request, once it passes its wire's request rules (never a target's fault)."""
     req = exchange.request
+    valid_derived(wire, body, req, note)
     return ctx.send(wire, req.path, body, captured_headers=req.headers, query=req.query, note=note)
 
 
@@ -181,6 +196,23 @@ def judge_sent(ctx, sent):
 
 def calls(wire: Dialect, verdict) -> list:
     return wire.tool_calls(verdict.message) if verdict is not None and verdict.message else []
+
+
+def engine_emitted_calls(ctx, wire: Dialect, body: dict, since: int | None) -> int | None:
+    """With `--conformance-engine-url`: how many tool calls the engine emits for the request it
+    received for `body` (found in its received log, replayed to it directly on its own wire);
+    None without an engine URL, a log, the forwarded request or a usable answer. An engine
+    that answers one body alike (the reference engine; a real one at temperature 0) makes this
+    the evidence of what a router dropped on the way back."""
+    url = ctx.settings.engine_url
+    log = received_log(url) if url else None
+    forwarded = find_forwarded(log["requests"], body, since, wire=wire) if log else None
+    engine_wire = dialect_for_path(str(forwarded.get("path", ""))) if forwarded else None
+    if forwarded is None or engine_wire is None:
+        return None
+    message = accumulate(replay(url, forwarded["path"], forwarded["body"], wire=engine_wire), forwarded["body"],
+                         engine_wire)
+    return None if message is None else len(engine_wire.tool_calls(message))
 
 
 # ---- the sources of the parametrized and paired tests ---------------------------------------

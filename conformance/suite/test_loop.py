@@ -6,10 +6,13 @@ chat wire, Codex CLI for the Responses wire; a scenario with an attached MCP ser
 the client offers its tools in a namespace: Codex), runs the model's tool calls in the sandbox
 and checks the task on disk (conformance/loop/, docs/loop.md). Every turn's exchange is judged
 with check_exchange and recorded; the loop.* checks say how the loop ended. A failure names the
-turn that broke and why, with the exchanges of every turn in the failure folder.
+turn that broke and why, with the exchanges of every turn in the failure folder. Every turn the
+driver builds passes its wire's request rules before it is sent (`cases.valid_derived`).
 """
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -18,6 +21,7 @@ from conformance.loop.conversation import LOOP_WIRES
 from conformance.loop.driver import LoopDriver, scenario_runs_on
 from conformance.loop.scenarios import load_scenarios
 from conformance.loop.templates import find_template
+from conformance.suite import cases
 from conformance.suite.cases import require_wire
 from conformance.suite.session import Sent
 
@@ -45,6 +49,7 @@ def test_loop(scenario, wire, conformance_ctx, tmp_path):
     ctx.model = model or ""
 
     def sender(req, body: bytes):
+        cases.valid_derived(wire, json.loads(body), req, "a loop turn")  # the loop's own turns, valid by construction
         return ctx.session.send(wire, req.path, body, captured_headers=req.headers, query=req.query,
                                 deadlines=settings.deadlines, label=f"{ctx.key} loop")
 

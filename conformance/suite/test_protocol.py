@@ -76,6 +76,7 @@ def test_nonstream(api_capture, conformance_ctx):
     if body is None:
         pytest.skip("the first captured request has no JSON body")
     derived = wire.with_stream(body, False)
+    cases.valid_derived(wire, derived, first.request, "stream: false")
     sent = ctx.send(wire, first.request.path, derived, captured_headers=first.request.headers,
                     query=first.request.query, note="the captured request with stream: false")
     ctx.judge(sent, expect_model=ctx.settings.served_model(derived.get("model")))

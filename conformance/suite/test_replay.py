@@ -215,6 +215,7 @@ def test_quoted_variant(capture, conformance_ctx):
         ctx.outcome(suite_checks.VARIANTS_VERDICT, "unverifiable", message="the request has no user prompt text to quote")
         ctx.finish()
         return
+    cases.valid_derived(wire, variant_body, first.request, "the prompt in literal double quotes")
     sent = ctx.send(wire, first.request.path, variant_body, captured_headers=first.request.headers,
                     query=first.request.query, note="prompt wrapped in literal double quotes",
                     body=serialize(variant_body))
@@ -307,6 +308,7 @@ def test_stop_sequence(capture, conformance_ctx):
         ctx.finish()
         return
     derived = wire.with_stop_sequences(body, [stop])
+    cases.valid_derived(wire, derived, first.request, f"stop sequence {stop!r}")
     sent = ctx.send(wire, first.request.path, derived, captured_headers=first.request.headers,
                     query=first.request.query, note=f"stop sequence {stop!r}", body=serialize(derived))
     verdict = check_exchange(sent.raw, derived, wire=wire)

@@ -430,6 +430,11 @@ class Dialect(RequestWriters):
         value = [value] if isinstance(value, str) else value
         return tuple(s for s in value or [] if isinstance(s, str))
 
+    def wire_request_problems(self, request: dict, betas: frozenset[str], *, counting: bool = False) -> list[str]:
+        """What this wire's API refuses beyond the generic rules (`conformance.wire.request_rules`);
+        `counting`: the body goes to count_tokens (no answer, so no output cap)."""
+        return []
+
     def demanded_tool_choice(self, request: dict | None) -> tuple[str, str | None, list[str] | None] | None:
         """What the request's tool_choice demands: ("force", name or None, allowed names or None),
         ("forbid", None, None), or None when it demands nothing (auto, absent, unknown shapes).

@@ -18,6 +18,7 @@ import pytest
 
 from conformance.capture import recapture
 from conformance.capture.corpus import load_captures
+from conformance.capture.format import save_capture
 from conformance.cli import main
 from conformance.clients.launch import release_prefix
 from conformance.clients.profile import launchable
@@ -122,3 +123,21 @@ def test_the_manifest_leaves_out_json_that_is_not_a_capture(tmp_path):
     (tmp_path / "scratch" / "home" / "state.json").write_text('{"usage-rows-queued": "x"}')
     manifest = json.loads(recapture.write_manifest(tmp_path).read_text())
     assert [c["file"] for c in manifest["cases"]] == [f"claude-code/2.1.332/{src.name}"]
+
+
+def test_unknown_client_keys_carry_the_file_name_and_a_content_hash(tmp_path):
+    """Two unknown-client captures with one case name: ids from file and content, never a number."""
+    src = next(c for c in CAPS if c.client == "opencode" and c.case == "openai-plain")
+    for name, prompt in (("a.json", "first"), ("b.json", "second")):
+        cap = load_captures(src.path)[0]
+        cap.client, cap.client_version, cap.case = "other", "unknown", "plain"
+        cap.exchanges[0].request.body["messages"][-1]["content"] = prompt
+        save_capture(cap, tmp_path / name)
+    caps = load_captures(tmp_path)
+    keys = [capture_key(c, caps) for c in caps]
+    assert [k.split("-")[0] for k in keys] == ["other/plain@a", "other/plain@b"], keys
+    assert keys == [capture_key(c, load_captures(tmp_path)) for c in load_captures(tmp_path)], "stable across loads"
+    alone = load_captures(tmp_path / "a.json")
+    assert capture_key(alone[0], alone) == keys[0], "the same id whatever else the corpus holds"
+    known = [c for c in CAPS if c.client == "opencode"]
+    assert "@" not in capture_key(known[0], known), "a known client's unique key stays client/case"

@@ -196,3 +196,43 @@ def test_stream_usage_is_asked_for_only_on_a_wire_that_needs_it():
     assert "stream -> stream (usage not requested)" in diff(Hop(ANTHROPIC, turn1, CHAT, engine)).mappings
     responses_engine = {"model": "m", "input": [], "stream": True}
     assert not [m for m in diff(Hop(ANTHROPIC, turn1, RESPONSES, responses_engine)).mappings if m.startswith("stream")]
+
+
+def _with_system_message(engine: dict, text: str) -> dict:
+    engine["messages"] = [{"role": "system", "content": text}] + [
+        m for m in engine["messages"] if not (m["role"] == "system" and m is engine["messages"][0])]
+    return engine
+
+
+def test_system_blocks_trimmed_and_joined_by_newline_are_preserved():
+    # claude-code-router 3.1.1's system mapping: each text block trimmed, the blocks joined with
+    # "\n" into one system message. Whitespace around a block and the joining are the router's to
+    # choose; the client's joined text (one newline between the blocks, two with the trailing one)
+    # no longer occurs verbatim, yet nothing the agent relies on was lost.
+    client = json.loads(json.dumps(CLIENT))
+    client["system"][0]["text"] += "\n"
+    client["system"][1]["text"] = "\n" + client["system"][1]["text"] + "\n"
+    engine, _ = anthropic_to_openai(client, model="m")
+    ccr_311 = "\n".join(b["text"].strip() for b in client["system"])
+    _with_system_message(engine, ccr_311)
+    report = diff(Hop(ANTHROPIC, client, CHAT, engine))
+    assert translation_checks.MESSAGES not in _ids(report) + _ids(report, "warning")
+
+
+def test_a_changed_word_inside_a_system_block_is_still_lost():
+    client = json.loads(json.dumps(CLIENT))
+    engine, _ = anthropic_to_openai(client, model="m")
+    changed = "\n".join(b["text"].strip() for b in client["system"]).replace("Use the tools", "Use tools")
+    _with_system_message(engine, changed)
+    report = diff(Hop(ANTHROPIC, client, CHAT, engine))
+    assert translation_checks.MESSAGES in _ids(report)
+    assert any("top-level system prompt never reached" in v.message for v in report.by_check[translation_checks.MESSAGES])
+
+
+def test_whitespace_inside_a_system_block_is_content():
+    client = json.loads(json.dumps(CLIENT))
+    engine, _ = anthropic_to_openai(client, model="m")
+    squeezed = "\n".join(b["text"].strip() for b in client["system"]).replace("/tmp/conformance-probe\nUse",
+                                                                              "/tmp/conformance-probeUse")
+    _with_system_message(engine, squeezed)
+    assert translation_checks.MESSAGES in _ids(diff(Hop(ANTHROPIC, client, CHAT, engine)))

@@ -18,6 +18,7 @@ import openai
 import pytest
 
 from conformance.core.paths import fixtures_dir
+from conformance.engine.scenarios import fill_object
 from conformance.wire.anthropic import grammar as anthropic_wire
 from conformance.wire.chat import grammar as openai_wire
 
@@ -230,3 +231,17 @@ def test_the_conformant_engine_honours_a_forced_choice_over_the_scenario(api, pa
     assert not verdict.errors, [str(v) for v in verdict.errors]
     if want is not None:
         assert [c.name for c in verdict.wire.tool_calls(verdict.message)] == [want]
+
+
+def test_forced_arguments_fill_arrays_to_min_items_and_fit_the_schema():
+    """A forced call of a tool whose required array has minItems (Claude Code's AskUserQuestion
+    `options`) sends as many items as the schema asks for, each filled by its own schema."""
+    item = {"type": "object", "properties": {"label": {"type": "string", "minLength": 1},
+                                             "n": {"type": "integer", "minimum": 2}}, "required": ["label", "n"]}
+    schema = {"type": "object", "required": ["options", "tags", "pair"], "properties": {
+        "options": {"type": "array", "minItems": 2, "items": item},
+        "tags": {"type": "array", "minItems": 3, "uniqueItems": True, "items": {"type": "string"}},
+        "pair": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "boolean"}], "items": False}}}
+    args = fill_object(schema)
+    jsonschema.Draft202012Validator(schema).validate(args)
+    assert len(args["options"]) == 2 and args["pair"] == [0, False]

@@ -60,8 +60,13 @@ def test_every_row_is_caught_by_a_check_the_fault_table_names(rows):
     assert not missing, "\n".join(missing)
 
 
+# Router faults a single exchange cannot show: a clean one-call turn needs the engine's own answer
+# to tell a dropped call from a model's choice (tests/suite/test_client_wire_faults.py).
+JUDGED_ELSEWHERE = {"first-tool-call-only"}
+
+
 def test_matrix_covers_every_router_fault_and_the_engine_faults_a_request_can_show(rows):
-    assert set(ROUTER_FAULTS) == set(ROUTER_FAULTS_MODE)
+    assert set(ROUTER_FAULTS) - JUDGED_ELSEWHERE == set(ROUTER_FAULTS_MODE)
     assert {r.fault for r in rows if r.layer_side == "engine"} == set(ENGINE_FAULTS_MODE)
 
 

@@ -8,7 +8,14 @@ import json
 from pathlib import Path
 
 from conformance.capture.corpus import scan
-from conformance.capture.format import Capture, CapturedRequest, Exchange, save_capture
+from conformance.capture.format import (
+    Capture,
+    CapturedRequest,
+    CapturedResponse,
+    Chunk,
+    Exchange,
+    save_capture,
+)
 from conformance.clients import GENERIC, profile
 from conformance.core.paths import captured_dir
 from conformance.loop.templates import (
@@ -129,3 +136,26 @@ def test_a_template_of_an_unknown_client_names_the_generic_profile(tmp_path: Pat
     built = build_first_request(t, PROMPT, tmp_path, None)
     assert built["system"] == f"You are Acme. Working directory: {tmp_path}"
     assert built["messages"] == [{"role": "user", "content": PROMPT}]
+
+
+def test_a_corpus_without_the_clients_loop_tools_falls_back_to_the_bundled_template(tmp_path: Path) -> None:
+    """Codex's plain capture offers no apply_patch: its loops would have no edit tool."""
+    _, plain = next(scan(captured_dir() / "codex" / "0.171.0" / "plain.json"))
+    save_capture(plain, tmp_path / "plain.json")
+    t = find_template(RESPONSES, tmp_path)
+    assert "bundled fallback" in t.source and "apply_patch" in t.source, t.source
+    assert set(profile("codex").loop_tools) <= set(RESPONSES.offered_tools(t.request.body))
+    with_tools = find_template(RESPONSES, captured_dir() / "codex" / "0.171.0" / "apply-patch-loop.json")
+    assert with_tools.source.startswith("codex/0.171.0/apply-patch-loop"), with_tools.source
+
+
+def test_a_request_refused_at_capture_time_is_never_a_template(tmp_path: Path) -> None:
+    _, src = next(scan(TEMPLATES_DIR / "claude-code.json"))
+    refused = Exchange(copy.deepcopy(src.exchanges[0].request),
+                       CapturedResponse(400, {}, [Chunk(0.0, b'{"type":"error","error":{"type":"invalid_request_error",'
+                                                           b'"message":"max_tokens"}}')]))
+    save_capture(Capture("claude-code", "9.9.9", "default", [refused]), tmp_path / "refused.json")
+    assert "bundled fallback" in find_template(ANTHROPIC, tmp_path).source
+    answered = Exchange(copy.deepcopy(src.exchanges[0].request), CapturedResponse(200, {}, []))
+    save_capture(Capture("claude-code", "9.9.9", "default", [answered]), tmp_path / "refused.json")
+    assert find_template(ANTHROPIC, tmp_path).source.startswith("claude-code/9.9.9/default")

@@ -128,7 +128,7 @@ def test_client_max_tokens_come_from_the_profiles_then_the_captures(tmp_path):
     """Claude Code's documented values are its profile's; opencode's come from its captures alone,
     and without one it is listed as unknown (None), not guessed."""
     assert context_probe.client_max_tokens(tmp_path) == {
-        "claude-code": 64000, "claude-code (local model name)": 32000, "opencode": None}
+        "claude-code": 64000, "claude-code (local model name)": 32000, "opencode": None, "qwen-code": 32000}
     bundled = context_probe.client_max_tokens()
     assert "opencode" not in bundled
     assert any(label.startswith("opencode (captured, max_tokens ") for label in bundled)

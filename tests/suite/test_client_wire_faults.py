@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from conformance.core.paths import fixtures_dir
+from conformance.core.paths import captured_dir, fixtures_dir
 from conformance.plugin import SUITE_DIR
 
 SUITE = str(SUITE_DIR / "test_client_wire.py")
@@ -22,7 +22,9 @@ FOUND = json.loads((fixtures_dir() / "faults.json").read_text(encoding="utf-8"))
 ROWS = {r["fault"]: r for r in FOUND if r["issue"] == 16}
 # Judged elsewhere: the prefix-reuse probe is a warning / a note (test below); the non-stream
 # fallback needs a live client turn (tests/capture/test_turns.py).
-NOT_HERE = ("prefix-cache-defeated", "non-stream-fallback")
+# An engine or router that leaves the client one clean call where two were asked for is judged by
+# the parallel-calls tests below (a metric, or the router's failure with the engine's evidence).
+NOT_HERE = ("prefix-cache-defeated", "non-stream-fallback", "parallel-calls-truncated", "first-tool-call-only")
 # The same finding seen by a second id: a dropped tool_reference also leaves the forced tool_choice
 # unhonoured; an engine refusing system entries in unrecognised words refuses the empty one too.
 ALSO = {"tool-reference-dropped": {"tools.choice_honoured"},
@@ -50,6 +52,56 @@ def test_conformant_engine_passes_every_client_wire_check(pytester, suite):
     reuse = [r for r in run.results if r.check_id.startswith("client_wire.prefix_reuse.")]
     assert all(r.details["signal"] == "usage.cache_read_input_tokens" and r.details["cache_read_input_tokens"] > 0
                for r in reuse), [r.details for r in reuse]
+
+
+def test_a_count_tokens_capture_alone_is_no_source_of_a_generation_request(pytester, suite):
+    """Its requests offer tools but generate nothing: the parallel-calls test takes its request
+    from a main generation exchange of the bundled corpus instead."""
+    from conformance.engine.launch import serve_engine_in_thread
+
+    alone = captured_dir() / "claude-code" / "2.1.332" / "count-tokens.json"
+    with serve_engine_in_thread(max_context=SMALL_CONTEXT) as url:
+        run = suite(pytester, url, SUITE, "-k", "test_parallel_calls_survive or test_forced_tool_schemas",
+                    captures=alone)
+    assert run.failed_checks == {}, run.outcome.stdout.str()[-3000:]
+    assert _outcomes(run, "client_wire.parallel_calls.all_survive") == ["passed"]
+    forced = [r for r in run.results if r.check_id == "client_wire.schema.forced_call_answered"]
+    assert forced and {r.outcome for r in forced} == {"passed"}
+    assert not any("web_search" in (r.message or "") for r in forced), "a server tool is never forced"
+
+
+def _parallel(run) -> list:
+    return [r for r in run.results if r.check_id == "client_wire.parallel_calls.all_survive"]
+
+
+@pytest.mark.parametrize("engine_known", [True, False], ids=["with-engine-url", "client-side-only"])
+def test_a_router_keeping_the_first_tool_call_is_caught_only_with_the_engines_evidence(pytester, suite, engine_known):
+    """The router's fault leaves the client a clean one-call turn, the bytes of a model that reads
+    one file at a time: a metric without the engine, a failure of the router with it."""
+    from conformance.engine.launch import serve_engine_in_thread
+    from conformance.router.launch import serve_router_in_thread
+
+    with serve_engine_in_thread(max_context=SMALL_CONTEXT) as engine, \
+            serve_router_in_thread(engine, faults=("first-tool-call-only",)) as router:
+        extra = (f"--conformance-engine-url={engine}",) if engine_known else ()
+        run = suite(pytester, router, SUITE, "-k", "test_parallel_calls_survive", "--conformance-api=anthropic", *extra)
+    found = _parallel(run)
+    assert [r.outcome for r in found] == (["failed"] if engine_known else ["info"]), run.outcome.stdout.str()[-3000:]
+    if engine_known:
+        assert "the engine emitted 2" in found[0].message and "the router dropped 1" in found[0].message
+    else:
+        assert "1 of the 2" in found[0].message and "a metric" in found[0].message
+
+
+def test_an_engine_whose_calls_come_one_at_a_time_gives_a_metric(pytester, suite):
+    """parallel-calls-truncated: the engine emits one clean call where two were planned; to the
+    client (and to a replay at the engine) that is a model answering one call at a time."""
+    from conformance.engine.launch import serve_engine_in_thread
+
+    with serve_engine_in_thread(faults=["parallel-calls-truncated"], max_context=SMALL_CONTEXT) as url:
+        run = suite(pytester, url, SUITE, "-k", "test_parallel_calls_survive", f"--conformance-engine-url={url}")
+    assert [r.outcome for r in _parallel(run)] == ["info"], run.outcome.stdout.str()[-3000:]
+    assert run.failed_checks == {} and run.outcome.ret == 0
 
 
 # ~5 s each under load: run in CI's slow step beside the stream-rule rows of tests/suite/test_faults.py.

@@ -359,10 +359,11 @@ def test_content_started_ignores_pings_comments_and_message_start():
     assert anthropic.content_started(b'{"type":"error","error":{}}')
 
 
-def test_interleaved_tool_blocks_are_reported_but_their_inputs_still_judged():
+def test_interleaved_tool_blocks_are_a_warning_and_their_inputs_still_judged():
     """llama.cpp's /v1/messages (xllamacpp 2026.10.11549) opens every parallel tool_use block
-    before stopping any: a grammar and block-index deviation, but each block's input is whole and
-    must reach the tools check as sent (not {} from a block the machine never closed)."""
+    before stopping any: a grammar deviation that Claude Code tolerates (a warning, see
+    conformance/wire/anthropic/stream.py), and each block's input is whole and must reach the
+    tools check as sent (not {} from a block the machine never closed)."""
     call = '{"file_path": "/p/hello.txt", "content": "hello"}'
     events = [("message_start", {"type": "message_start", "message": {
         "id": "m", "type": "message", "role": "assistant", "content": [], "model": "x", "stop_reason": None,
@@ -379,6 +380,6 @@ def test_interleaved_tool_blocks_are_reported_but_their_inputs_still_judged():
     body = b"".join(sse_event(data) for _, data in events)
     report = anthropic.check_stream(body)
     ids = {v.check_id for v in report.errors}
-    assert {"anthropic.stream.grammar", "anthropic.stream.block_index"} <= ids
-    assert "anthropic.stream.tool_input_json" not in ids
+    assert not ids & {"anthropic.stream.grammar", "anthropic.stream.block_index", "anthropic.stream.tool_input_json"}
+    assert "anthropic.stream.grammar" in {v.check_id for v in report.violations if v.severity == "warning"}
     assert [b["input"] for b in report.message["content"]] == [json.loads(call)] * 2

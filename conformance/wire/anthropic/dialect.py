@@ -6,8 +6,9 @@ Rules:
   whose entries may include `{"role": "system"}` (Claude Code's mid-conversation system entries);
   content blocks text, tool_use, tool_result, thinking (with its signature) and redacted_thinking.
 - Writers keep a request valid (Messages API reference, "Extended thinking"): `budget_tokens`
-  is at least 1024 and below `max_tokens`, so `with_output_cap` lowers a budget the new cap would
-  not leave room for, or turns thinking off (and with it `context_management`, whose
+  is at least 1024 and below `max_tokens` (except under the beta interleaved-thinking-2025-05-14,
+  where it may exceed it: `wire_request_problems` reads the betas), so `with_output_cap` lowers
+  a budget the new cap would not leave room for, or turns thinking off (and with it `context_management`, whose
   clear_thinking edit needs thinking) when even 1024 does not fit; a forced tool_choice (`any`,
   `tool`) is refused with thinking on, so `forcing` turns thinking off the same way, as Claude
   Code does with MAX_THINKING_TOKENS=0 (docs/wire-facts.md).
@@ -26,6 +27,10 @@ from conformance.wire.registry import register_dialect
 
 EFFORTS = ("low", "medium", "high", "xhigh", "max")  # output_config.effort levels Claude Code sends
 MIN_THINKING_BUDGET = 1024  # Messages API: budget_tokens >= 1024 and < max_tokens
+# Under this beta the budget spans every thinking block of the assistant turn and may exceed
+# max_tokens (Anthropic docs, "Extended thinking", section "Interleaved thinking":
+# https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking#interleaved-thinking).
+INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
 
 
 class AnthropicDialect(Dialect):
@@ -168,6 +173,28 @@ class AnthropicDialect(Dialect):
                 content = "".join(b.get("text", "") for b in content if isinstance(b, dict))
             msgs.append({"role": m.get("role"), "content": content})
         return msgs
+
+    def wire_request_problems(self, request: dict, betas: frozenset[str], *, counting: bool = False) -> list[str]:
+        """max_tokens required; the thinking budget's floor and its cap (lifted under interleaved
+        thinking); no forced tool choice with thinking on (module rules)."""
+        problems: list[str] = []
+        cap = int_or_none(request.get("max_tokens"))
+        if cap is None and not counting:
+            problems.append("max_tokens: required")
+        thinking = request.get("thinking")
+        on = isinstance(thinking, dict) and thinking.get("type") in ("enabled", "adaptive")
+        if isinstance(thinking, dict) and thinking.get("type") == "enabled":
+            budget = int_or_none(thinking.get("budget_tokens"))
+            if budget is None or budget < MIN_THINKING_BUDGET:
+                problems.append(f"thinking.budget_tokens: at least {MIN_THINKING_BUDGET} is required, not "
+                                f"{thinking.get('budget_tokens')!r}")
+            elif not counting and cap is not None and budget >= cap and INTERLEAVED_THINKING_BETA not in betas:
+                problems.append(f"thinking.budget_tokens {budget} must be below max_tokens {cap} (without the "
+                                f"{INTERLEAVED_THINKING_BETA} beta)")
+        demand = self.demanded_tool_choice(request)
+        if on and demand is not None and demand[0] == "force":
+            problems.append("tool_choice forces a tool call while thinking is on")
+        return problems
 
     # ---- requests: writing -----------------------------------------------------------------
     def _thinking_off(self, out: dict) -> None:

@@ -53,6 +53,9 @@ register_rule(STREAM + "event_name_matches_type", "the SSE `event:` name equals 
               likely_cause="a router translating between wires writes the wrong event name; the SDKs dispatch on the name")
 register_rule(STREAM + "event_schema", "each stream event matches its JSON Schema (conformance/wire/anthropic/schemas/anthropic.*.json)",
               likely_cause="the engine's Anthropic endpoint serialises events with missing or mistyped fields")
+# Interleaved tool_use blocks (start 0, start 1, stop 0, stop 1) are reported under this rule as a
+# warning: the real Claude Code 2.1.332 completes the parallel-reads task on such a stream from
+# claude-code-router 3.1.1 (docs/wire-facts.md; the tolerance is stream.py's _interleaved_tool_use).
 register_rule(STREAM + "grammar", "events follow message_start (block_start delta* block_stop)* message_delta+ message_stop",
               likely_cause="the engine or router emits events out of order (duplicate message_start, a delta "
               "outside a block, message_stop before message_delta): see LiteLLM #13373, #32357")

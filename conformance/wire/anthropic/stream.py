@@ -8,6 +8,12 @@ Rules:
 - The semantic rules beside the grammar (block indices, delta types, tool input JSON held until
   the stop reason is known, stop_reason vs tool_use, cumulative usage, thinking signatures) are
   the ones `rules.py` lists; `finish()` returns the StreamReport.
+- Interleaved tool_use blocks (`start 0, start 1, stop 0, stop 1`: a tool_use block opened while
+  another tool_use block is open, the earlier one stopped later) break the grammar, but only as
+  a warning (`INTERLEAVED_TOOL_USE`): the real Claude Code 2.1.332 completes the parallel-reads
+  task on exactly that stream (claude-code-router 3.1.1; docs/peers.md, "Severity checked against
+  the real client"). The earlier block ends where the next one starts; its late stop is taken
+  without a second report; a block whose stop never comes is still an error.
 - Nothing here raises on a target's bytes: bad input is a violation.
 """
 
@@ -19,6 +25,7 @@ from typing import Any
 
 from conformance.core.failures import Violation
 from conformance.wire.anthropic.rules import (
+    BLOCK,
     BLOCK_DELTAS,
     CUT_STOP_REASONS,
     ERRORED,
@@ -50,6 +57,8 @@ from conformance.wire.base import (
 from conformance.wire.sse import SSEDecoder, SSEEvent
 
 _EVENT_SET = frozenset(EVENTS)
+INTERLEAVED_TOOL_USE = ("tool_use blocks interleaved: content_block_start for block {new!r} while tool_use block "
+                        "{open!r} is open (its content_block_stop comes later); tolerated by Claude Code 2.1.332")
 _FAST: dict[str, Any] = {}  # event kind -> its schema's compiled predicate (filled on first use)
 
 
@@ -77,6 +86,7 @@ class StreamMachine(StreamMachineBase):
         self.last_output_tokens: int | None = None
         self.saw_message_delta = False
         self._noted_unknown: set[str] = set()
+        self.late_stops: set[Any] = set()  # sent indices of tool_use blocks ended early by an interleaved start
         self._handlers = {kind: getattr(self, "_on_" + kind) for kind in EVENTS}
         if not _FAST:
             _FAST.update({kind: compiled_validator("anthropic." + kind) for kind in EVENTS})
@@ -113,7 +123,9 @@ class StreamMachine(StreamMachineBase):
         name = dtype or ev.event or "unknown"
         kind = name if name in _EVENT_SET else "unknown"
 
-        apply = self._advance(kind, ev, name, shown=name, event_type=name)
+        apply = self._interleaved_tool_use(kind, data, ev)
+        if apply is None:
+            apply = self._advance(kind, ev, name, shown=name, event_type=name)
         if kind == "unknown":
             if name not in self._noted_unknown:
                 self._noted_unknown.add(name)
@@ -126,6 +138,27 @@ class StreamMachine(StreamMachineBase):
             self._schema(kind, data, ev)
         if apply:
             self._handlers[kind](data, ev)
+
+    def _interleaved_tool_use(self, kind: str, data: dict | None, ev: SSEEvent) -> bool | None:
+        """The one tolerated break of the grammar (module rules): None when it does not apply, else
+        whether the event's handler runs."""
+        index = data.get("index") if data is not None else None
+        if not isinstance(index, int):  # a malformed index is the block_index rule's to report
+            return None
+        if kind == "content_block_stop" and index in self.late_stops and index != self.open_sent_index:
+            self.late_stops.discard(index)
+            return False  # the block already ended where the next tool_use block started
+        if kind != "content_block_start" or self.state != BLOCK or self.open is None \
+                or not isinstance(self.open_sent_index, int):
+            return None
+        block = data.get("content_block")
+        if self.blocks[self.open].get("type") not in TOOL_BLOCKS or not isinstance(block, dict) \
+                or block.get("type") not in TOOL_BLOCKS:
+            return None
+        self._v(STREAM + "grammar", INTERLEAVED_TOOL_USE.format(new=index, open=self.open_sent_index), ev,
+                "content_block_start", severity="warning", expected=RULES[BLOCK][1], seen="content_block_start")
+        self.late_stops.add(self.open_sent_index)
+        return True
 
     def _schema(self, kind: str, data: dict, ev: SSEEvent) -> None:
         for ptr, msg, expected, seen in schema_problems("anthropic." + kind, data, memo=False):
@@ -270,6 +303,11 @@ class StreamMachine(StreamMachineBase):
 
     def _on_message_delta(self, data: dict, ev: SSEEvent) -> None:
         self._end_open_block(ev)  # a block still open (its stop was missing or misnumbered) ends here
+        for index in sorted(self.late_stops):
+            self._v(STREAM + "grammar", f"tool_use block {index!r} was never stopped (a later tool_use block started "
+                    "inside it)", ev, "message_delta", expected=f"content_block_stop for block {index!r}",
+                    seen="message_delta")
+        self.late_stops.clear()
         delta = data.get("delta") if isinstance(data.get("delta"), dict) else {}
         self.saw_message_delta = True
         if self.message is None:

@@ -18,6 +18,7 @@ from typing import Any
 from conformance.wire.chat import grammar
 from conformance.wire.chat.rules import CUT_FINISH_REASONS
 from conformance.wire.conversation import (
+    OfferedTool,
     ToolCall,
     Turn,
     field_of,
@@ -83,6 +84,11 @@ class ChatDialect(Dialect):
             if entry is not None:
                 out[entry[0]] = entry[1]
         return out
+
+    def offered_tool_specs(self, request: dict | None) -> list[OfferedTool]:
+        """Every tool is a client's function: chat has no hosted tools, and a function without
+        `parameters` (valid: it takes no arguments) is still one a call may be forced to."""
+        return [OfferedTool(name, schema) for name, schema in self.offered_tools(request).items()]
 
     def demanded_tool_object(self, choice: dict):
         """A named function, or `allowed_tools` in mode required (its tools by name)."""
