@@ -28,6 +28,7 @@ import pytest
 SUITE_DIR = Path(__file__).resolve().parent / "suite"
 OPT_IN_MARKERS = ("live", "load", "context", "perf")
 OPT_IN_MARKERS += ("prefix_reuse",)
+OPT_IN_MARKERS += ("soak",)
 MARKERS = {
     "loop": "agent-loop scenarios driven to completion (part of the default run)",
     "live": "drives the real Claude Code / opencode CLIs (opt-in: -m live)",
@@ -36,6 +37,7 @@ MARKERS = {
     "prefix_reuse": "prefix reuse across the real client's wire: turns and conversations (opt-in: -m prefix_reuse)",
     "translation": "router translation diff against the engine (needs --conformance-engine-url)",
     "peers": "runs against real routers and engines (needs .ci/peers set-up)",
+    "soak": "N agent sessions sharing a prefix for a fixed duration: load.soak_stable, goodput (opt-in: -m soak)",
     "perf": "phase figures: prefill and decode tokens/s, K repeats each (opt-in: -m perf)",
     "conformance(**settings)": "per-test conformance settings (highest in the configuration order)",
 }
@@ -100,6 +102,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--conformance-max-line-bytes", type=int, default=None, metavar="N", help="stop reading an event stream with a line longer than N bytes: suite.limits.line_size (default 8 MiB)")
     g.addoption("--conformance-max-event-bytes", type=int, default=None, metavar="N", help="stop reading an event stream with an event larger than N bytes: suite.limits.event_size (default 16 MiB)")
     g.addoption("--conformance-metrics-url", metavar="URL|off", default=None, help="prefix-reuse probe (-m prefix_reuse): the Prometheus exposition with vLLM's prefix-cache counters (default: <engine url or target>/metrics; absent is fine; off: not read)")
+    g.addoption("--conformance-soak-duration", type=float, default=None, metavar="SECONDS", help="soak (-m soak): how long the sessions run (default 60)")
+    g.addoption("--conformance-soak-sessions", type=int, default=None, metavar="N", help="soak (-m soak): concurrent agent sessions sharing a prefix (default 4)")
+    g.addoption("--conformance-slo-ttft", type=float, default=None, metavar="SECONDS", help="soak goodput: a request meets the SLO with time to first token at most this (default: not applied)")
+    g.addoption("--conformance-slo-itl", type=float, default=None, metavar="SECONDS", help="soak goodput: a request meets the SLO with inter-token latency p95 at most this (default: not applied)")
     # ---- end of options owned by other areas ----
 
 

@@ -42,6 +42,7 @@ ISSUE_MODULE = {
     9: "conformance.checks.context",
     14: "conformance.wire.responses",
     16: "conformance.checks.client_wire",
+    27: "conformance.checks.load",
 }
 
 

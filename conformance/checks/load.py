@@ -7,6 +7,10 @@ Rules:
   engine process gone); the underlying exchange violations travel with it.
 - Throughput and latency figures are `info`: these machines are shared, so figures are relative
   (ratios within one run), never pass/fail thresholds.
+- `load.soak_stable` is the verdict of the soak (`conformance.probes.soak`): N agent sessions
+  sharing one system prompt and tool set replay multi-turn loops for a fixed duration; it fails
+  when any request fails or any stream is malformed, naming the time of the first failure and
+  whether the target recovered by itself afterwards.
 - Every id here is a probe verdict (scope `probe`) that judges the serving stack (`stack`): whether
   it accepts, streams and schedules requests under load. Registered here (one module owns the
   rule), referred to by the constants below; built by `conformance.probes.load` and
@@ -21,6 +25,7 @@ CONCURRENCY_ACCEPTANCE = "load.concurrency_acceptance"
 THROUGHPUT = "load.throughput"
 INTERFERENCE = "load.interference"
 LONG_CONTEXT_PARALLEL = "load.long_context_parallel"
+SOAK_STABLE = "load.soak_stable"
 
 register(
     CONCURRENCY_ACCEPTANCE,
@@ -57,6 +62,22 @@ register(
     LONG_CONTEXT_PARALLEL,
     "several long-context requests at once all complete (latency ratio vs one alone reported)",
     likely_cause="the KV cache cannot hold several long contexts: the engine fails or preempts instead of queueing",
+    scope="probe",
+    judges="stack",
+)
+register(
+    SOAK_STABLE,
+    "N agent sessions sharing a prefix, replayed for a fixed duration: no request fails, no stream is malformed",
+    description=(
+        "Concurrent agent sessions replay multi-turn loops that share the system prompt and tools (realistic "
+        "prefix reuse), restarting until the duration ends; every exchange is judged. A target that passes a "
+        "short ramp but fails after minutes of sustained load fails here, naming the time of the first failure "
+        "and whether one request after the soak shows it recovered by itself."
+    ),
+    likely_cause=(
+        "the engine degrades or dies under sustained concurrent load with prefix reuse (a speculative-decoding "
+        "or KV-cache bug, a memory leak, a worker crash the server does not restart)"
+    ),
     scope="probe",
     judges="stack",
 )

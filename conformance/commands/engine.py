@@ -40,6 +40,10 @@ def add_arguments(parser) -> None:
                         help="stream pacing: prompt tokens per second before the first event (default: no prefill wait)")
     parser.add_argument("--decode-rate", type=positive_number, default=None, metavar="TOKENS_PER_S",
                         help="stream pacing: content tokens per second (default: the writer's built-in pace)")
+    parser.add_argument("--die-after", type=positive_number, default=30.0, metavar="SECONDS",
+                        help="dies-under-sustained-load: seconds of sustained shared-prefix load before death (default 30)")
+    parser.add_argument("--die-at-inflight", type=positive_number, default=4, metavar="N",
+                        help="dies-under-sustained-load: shared-prefix requests in flight that count as load (default 4)")
     parser.add_argument("--max-context", type=int, default=None, metavar="TOKENS",
                         help="context limit in engine tokens (default 131072)")
     parser.add_argument("--scenarios", default=None, metavar="DIR",
@@ -68,7 +72,8 @@ def run(args) -> int:
         return 2
     config = EngineConfig(model=args.model or DEFAULT_MODEL, faults=faults, max_context=max_context,
                           scenarios_dir=args.scenarios, exit_on_crash=True, variations=variations,
-                          prefill_tokens_per_s=args.prefill_rate, decode_tokens_per_s=args.decode_rate)
+                          prefill_tokens_per_s=args.prefill_rate, decode_tokens_per_s=args.decode_rate,
+                          die_after_s=float(args.die_after), die_at_inflight=max(1, int(args.die_at_inflight)))
     try:
         app = build_app(config)
     except EngineScenarioError as e:

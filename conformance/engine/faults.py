@@ -77,6 +77,7 @@ HISTORY_BLOCK_REJECTED = "history-block-rejected"
 SCHEMA_GRAMMAR_FAIL = "schema-grammar-fail"
 PREFIX_CACHE_DEFEATED = "prefix-cache-defeated"
 NON_STREAM_FALLBACK = "non-stream-fallback"
+DIES_UNDER_SUSTAINED_LOAD = "dies-under-sustained-load"
 
 FAULTS: dict[str, str] = {
     STOP_SEQUENCE_MISSING: "stream: message_delta.delta lacks stop_sequence (required, nullable)",
@@ -103,6 +104,8 @@ FAULTS: dict[str, str] = {
     OVER_LIMIT_NOT_REFUSED: "a prompt over --max-context is silently truncated and answered instead of refused",
     ADVERTISED_CONTEXT_WRONG: "/v1/models advertises max_model_len twice the context the engine accepts",
     CRASH_UNDER_CONCURRENCY: f"fine alone; past {CRASH_CONCURRENCY_LIMIT} requests in flight the engine process exits",
+    DIES_UNDER_SUSTAINED_LOAD: ("after 4+ requests sharing one prefix stay in flight for 30 s (--die-after, "
+                                "--die-at-inflight), every generation answers 500 and stays dead until restart"),
     BUFFERED_STREAM: "streams are buffered and released in one write at the end (no incremental delivery)",
     USAGE_INCONSISTENT: "usage contradicts itself (message_start output_tokens above the final count, input_tokens changing; totals wrong)",
     HANG: f"accepts the request, then never finishes (closed after {HANG_CAP_SECONDS:.0f} s)",

@@ -121,12 +121,12 @@ def spawn_engine(*cli_args: str, env: dict | None = None, deadline: float = SPAW
 def serve_engine_in_thread(faults=(), model: str = DEFAULT_MODEL, max_context: int = DEFAULT_MAX_CONTEXT,
                            scenarios=None, host: str = "127.0.0.1", variations=(),
                            prefill_tokens_per_s: float | None = None, decode_tokens_per_s: float | None = None,
-                           metrics: bool = False):
+                           metrics: bool = False, die_after_s: float = 30.0, die_at_inflight: int = 4):
     config = EngineConfig(model=model, faults=fault_modes.validate(faults), max_context=int(max_context),
                           scenarios_dir=str(scenarios) if scenarios else None, exit_on_crash=False,
                           variations=variation_modes.validate(variations),
                           prefill_tokens_per_s=prefill_tokens_per_s, decode_tokens_per_s=decode_tokens_per_s,
-                          metrics=metrics)
+                          metrics=metrics, die_after_s=die_after_s, die_at_inflight=die_at_inflight)
     app = build_app(config)
     loop = asyncio.new_event_loop()
     ready = threading.Event()

@@ -41,7 +41,13 @@ from conformance.engine import anthropic_route, hostile, metrics, openai_route, 
 from conformance.engine import faults as fault_modes
 from conformance.engine import scenarios as engine_scenarios
 from conformance.engine.conversation import InvalidRequest
-from conformance.engine.faults import ADVERTISED_CONTEXT_WRONG, CRASH_UNDER_CONCURRENCY, HANG, HANG_WITH_PINGS
+from conformance.engine.faults import (
+    ADVERTISED_CONTEXT_WRONG,
+    CRASH_UNDER_CONCURRENCY,
+    DIES_UNDER_SUSTAINED_LOAD,
+    HANG,
+    HANG_WITH_PINGS,
+)
 from conformance.engine.state import (
     BODY_LIMIT,
     ENTRY,
@@ -51,6 +57,7 @@ from conformance.engine.state import (
     error_response,
     read_json,
 )
+from conformance.engine.sustained import SustainedLoad
 from conformance.engine.wire import ClientGone, start_sse
 
 CRASH_PREFILL_SECONDS = 0.25
@@ -172,6 +179,8 @@ def generation_route(api: str, fn):
                 body = await read_json(request)
             except InvalidRequest as e:
                 return error_response(api, e, state.faults)
+            if state.sustained is not None and state.sustained.start(id(request), body):
+                return _worker_dead(request, api, state)
             if CRASH_UNDER_CONCURRENCY in state.faults:
                 await asyncio.sleep(CRASH_PREFILL_SECONDS)
                 if state.dead:
@@ -187,8 +196,19 @@ def generation_route(api: str, fn):
                 return web.Response(status=499)
         finally:
             state.inflight.pop(id(request), None)
+            if state.sustained is not None:
+                state.sustained.finish(id(request))
 
     return handler
+
+
+def _worker_dead(request: web.Request, api: str, state: EngineState) -> web.Response:
+    """dies-under-sustained-load: cut the streams in flight; answer 500 like a server whose engine died."""
+    for other in list(state.inflight.values()):
+        if other is not request:
+            _abort(other)
+    err = InvalidRequest("EngineDeadError: the engine worker died; restart the server", status=500, kind="api_error")
+    return error_response(api, err, state.faults)
 
 
 def _abort(request: web.Request) -> None:
@@ -281,6 +301,8 @@ def build_app(config: EngineConfig) -> web.Application:
     folder = config.scenarios_dir or engine_scenarios.default_dir()
     # the hostile-model scenarios play beside any folder's: only their own [task:hostile-...] tags start them
     state = EngineState(config=config, scenarios=engine_scenarios.load_dir(folder) + hostile.scenarios())
+    if DIES_UNDER_SUSTAINED_LOAD in config.faults:
+        state.sustained = SustainedLoad(config.die_after_s, config.die_at_inflight)
     app = web.Application(client_max_size=BODY_LIMIT, middlewares=[errors_middleware, record_middleware, variations_middleware])
     app[STATE] = state
     r = app.router

@@ -15,6 +15,7 @@ import collections
 import hashlib
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from aiohttp import web
 
@@ -41,6 +42,9 @@ class EngineConfig:
     decode_tokens_per_s: float | None = None
     # Serve GET /metrics with vLLM's prefix-cache counters (metrics.py).
     metrics: bool = False
+    # `dies-under-sustained-load` thresholds (sustained.py): seconds held, requests in flight.
+    die_after_s: float = 30.0
+    die_at_inflight: int = 4
 
 
 @dataclass
@@ -51,6 +55,7 @@ class EngineState:
     received_total: int = 0
     inflight: dict = field(default_factory=dict)  # id(request) -> request
     dead: bool = False
+    sustained: Any = None  # a SustainedLoad while dies-under-sustained-load is on (sustained.py)
 
     @property
     def faults(self) -> frozenset:

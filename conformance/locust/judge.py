@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.capture.corpus import load_captures
+from conformance.checks.load import SOAK_STABLE
 from conformance.core.paths import captured_dir
 from conformance.core.results import Result
 from conformance.loop.conversation import LOOP_WIRES
@@ -39,6 +40,7 @@ from conformance.loop.driver import LoopDriver, scenario_runs_on
 from conformance.loop.scenarios import load_scenarios
 from conformance.net.client import headers_for
 from conformance.net.transport import ContentWatch, RawExchange
+from conformance.probes.soak import session_from_loop, session_record
 from conformance.suite.replay import Step, check, steps
 from conformance.wire.dialect import Dialect
 
@@ -159,3 +161,14 @@ def run_loop(work: LoopWork, target: str, send, *, api_key: str | None = None, c
                for r in report.results(f"locust:loop:{work.case}", model=model,
                                        duration_s=round(time.monotonic() - start, 3))]
     return report.check_ids, records, report
+
+
+SOAK_SESSION_TEST = "locust:soak"
+
+
+def soak_session_result(work: LoopWork, report, started_at: float, user: int) -> Result:
+    """One agent-loop run as the soak's session record (times in seconds since the epoch), an info
+    record of `load.soak_stable` that `python -m conformance.locust merge` folds into the verdict."""
+    rec = session_from_loop(report, work.wire, user, 0, started_at, f"loop:{work.case}")
+    return Result(SOAK_SESSION_TEST, SOAK_STABLE, "info", case=work.case, client="locust",
+                  details={"soak_session": session_record(rec)})

@@ -8,7 +8,10 @@
   with Locust's client (a Locust request named `loop <scenario>[<wire name>]`, counted for its timing;
   an HTTP status is not a verdict on its own here, the judge's is), and the run as a whole is one
   Locust entry of type LOOP named `<scenario>[<wire name>]`, a failure named by the failing check ids
-  (every turn's exchange checks and the loop.* checks).
+  (every turn's exchange checks and the loop.* checks). Each run is also written as a soak session
+  record (`conformance.probes.soak.session_from_loop`, the soak's own record); `merge` folds them
+  into one `load.soak_stable` result, so a Locust run with `--run-time` is a soak of that duration
+  with as many sessions as users.
 - Locust picks users from both classes by weight; name one on the command line to run only it
   (`locust -f ... LoopUser`).
 
@@ -17,6 +20,7 @@ Options (added to Locust's command line; Locust hands them to every worker):
   --conformance-report-dir DIR   where results/ goes (default reports/locust); the loop sandboxes
                                  of failing runs stay under sandboxes/ there
   --conformance-api-key KEY      the key to send (default $CONFORMANCE_API_KEY)
+  --conformance-api WIRE         LoopUser: the loops of this wire only (a soak: users share a prefix)
 """
 
 from __future__ import annotations
@@ -32,7 +36,15 @@ from locust import HttpUser, events, task
 from locust.exception import CatchResponseError
 
 from conformance.core.results import ResultsWriter
-from conformance.locust.judge import exchange_record, judge, loop_workload, raw_exchange, run_loop, workload
+from conformance.locust.judge import (
+    exchange_record,
+    judge,
+    loop_workload,
+    raw_exchange,
+    run_loop,
+    soak_session_result,
+    workload,
+)
 from conformance.wire.dialect import Dialect
 
 
@@ -41,6 +53,8 @@ def _options(parser) -> None:
     parser.add_argument("--conformance-captures", default="", help="captures folder (default: bundled captured/)")
     parser.add_argument("--conformance-report-dir", default="reports/locust", help="report folder (results/ inside)")
     parser.add_argument("--conformance-api-key", default="", help="API key to send (default $CONFORMANCE_API_KEY)")
+    parser.add_argument("--conformance-api", default="", help="LoopUser: run the loops of this wire only, so every "
+                        "user shares one system prompt and tool set, as the soak's sessions do (default: every wire)")
 
 
 class _Shared:
@@ -77,7 +91,10 @@ class _Shared:
     @classmethod
     def next_loop(cls):
         if cls._loops is None:
-            cls._loops = loop_workload()
+            wire = cls.options.conformance_api if cls.options is not None else ""
+            cls._loops = [w for w in loop_workload() if not wire or w.wire.name == wire]
+            if not cls._loops:
+                raise ValueError(f"--conformance-api {wire}: no agent loop runs on that wire")
             cls._loop_order = itertools.cycle(range(len(cls._loops)))
         return cls._loops[next(cls._loop_order)]
 
@@ -145,12 +162,14 @@ class LoopUser(_JudgedUser):
                 return exchange_record(base + path, wire, headers, body, stream, resp.status_code,
                                        dict(resp.headers), chunks, elapsed, error)
 
-        start = time.monotonic()
+        start, started_at = time.monotonic(), time.time()
         sandboxes = _Shared.report_dir / "sandboxes"
         sandboxes.mkdir(parents=True, exist_ok=True)
         failing, records, report = run_loop(work, self.host, send, api_key=_Shared.key, captures=_Shared.captures,
                                             workdir=sandboxes)
         _Shared.writer.write_all(records)
+        # the soak's record of this session run (merged into load.soak_stable by `merge`)
+        _Shared.writer.write(soak_session_result(work, report, started_at, id(self)))
         self.environment.events.request.fire(
             request_type="LOOP", name=work.case, response_time=(time.monotonic() - start) * 1000,
             response_length=sum(t.raw.bytes_read for t in report.turns if t.raw is not None), context={},

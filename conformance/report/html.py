@@ -37,6 +37,7 @@ from conformance.core.verdict import RANK
 from conformance.report import svg
 from conformance.report.causes import Cause, answered_models, from_results
 from conformance.report.headline import causes_html, headline_html
+from conformance.report.soak_plots import soak_plots
 from conformance.report.summary import row_of
 
 LABEL = {"failed": "FAIL", "error": "ERROR", "warning": "warning", "unverifiable": "unverifiable",
@@ -398,7 +399,7 @@ def render(results: list[Result], meta: dict[str, str], *, baseline: Any = None,
         parts += [_failure_html(anchors[key], key, m.failing[key], m, report_dir) for key in keys]
     parts.append("</div>")
     plots = load_plots(results) + needle_plot(results) + interference_plot(results) + context_plot(results) \
-        + phase_plots(results)
+        + phase_plots(results) + soak_plots(results)
     if plots:
         parts.append("<h2>Figures</h2><div class=\"plots\" id=\"plots\">" + "".join(plots) + "</div>")
     else:

@@ -305,7 +305,7 @@ def test_every_fault_has_a_test():
     covered = set(CHECKED) | {"error-envelope-wrong", "stop-reason-wrong-on-stop-string", "output-cap",
                               "unbounded-reasoning", "context-truncated", "over-limit-not-refused",
                               "advertised-context-wrong", "buffered-stream", "hang", "hang-with-pings",
-                              "crash-under-concurrency"} | RESPONSES_FAULTS_TESTED
+                              "crash-under-concurrency", "dies-under-sustained-load"} | RESPONSES_FAULTS_TESTED
     # the client-wire faults (issue 16) are proven by tests/suite/test_client_wire_faults.py and
     # tests/capture/test_turns.py, through the suite
     from conformance.core.paths import fixtures_dir
