@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from conformance.core.results import Result, read_results
 from conformance.core.secrets import scrub_text
@@ -239,6 +240,16 @@ def _stack_kind(run: Run) -> str:
     return f"engine ({engine})" if engine else "engine or router (not told)"
 
 
+def _target_identity(target: str) -> str:
+    """A target as a setting: a loopback server's port is whatever was free when it started (the
+    embedded engine, a test's router), so two runs on this machine are the same target whatever
+    their ports; another host, path or scheme is another target."""
+    parts = urlsplit(str(target))
+    if parts.hostname in ("127.0.0.1", "localhost", "::1"):
+        return f"{parts.scheme}://loopback{parts.path.rstrip('/')}"
+    return str(target)
+
+
 def _seeds(run: Run) -> dict[str, str]:
     out: dict[str, str] = {}
     for r in run.results:
@@ -260,7 +271,8 @@ def compare(a: Run, b: Run) -> Comparison:
         settings_differ.append(("markers (-m)", a.facts.get("markers", ""), b.facts.get("markers", "")))
     for name, fa, fb in (("stack", _stack_kind(a), _stack_kind(b)), ("target", a.facts.get("target", NOT_RECORDED),
                                                                          b.facts.get("target", NOT_RECORDED))):
-        if fa != fb:
+        same = _target_identity(fa) == _target_identity(fb) if name == "target" else fa == fb
+        if not same:
             settings_differ.append((name, fa, fb))
     seeds_a, seeds_b = _seeds(a), _seeds(b)
     differ = sorted(t for t in seeds_a.keys() & seeds_b.keys() if seeds_a[t] != seeds_b[t])

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 
+from conformance.core.bounded_json import parse as parse_json
 from conformance.net.client import headers_for
 from conformance.net.target import Target
 from conformance.net.transport import Deadlines, RawExchange
@@ -37,8 +38,8 @@ def _text(raw: RawExchange) -> str:
 
 def _is_json(raw: RawExchange) -> bool:
     try:
-        json.loads(raw.body() or b"")
-    except ValueError:
+        parse_json(raw.body() or b"")
+    except ValueError:  # not JSON, or past the parser's bounds (a hostile body): not a model API's answer
         return False
     return True
 

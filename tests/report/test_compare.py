@@ -208,3 +208,12 @@ def test_compare_into_a_closed_pipe_exits_quietly(tmp_path):
     proc = subprocess.run(["sh", "-c", cmd], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.stdout.strip() == "# Conformance comparison"
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
+
+
+def test_a_loopback_target_is_the_same_target_whatever_its_port():
+    """A server started for one run (the embedded engine, a test's router) gets whatever port was
+    free: that is not a setting that differs; another host or path is."""
+    from conformance.report.compare import _target_identity
+    assert _target_identity("http://127.0.0.1:38057") == _target_identity("http://127.0.0.1:42459/")
+    assert _target_identity("http://127.0.0.1:4000") != _target_identity("http://127.0.0.1:4000/litellm")
+    assert _target_identity("http://router-a:4000") != _target_identity("http://router-b:4000")
