@@ -23,7 +23,6 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -50,6 +49,7 @@ from conformance.probes.common import (
     send,
     target_gone,
 )
+from conformance.probes.progress import emit as emit_progress
 from conformance.probes.workload import WorkItem, default_workload
 
 # Checks whose failure means the stream ended early (a dropped stream, not a malformed one).
@@ -70,7 +70,7 @@ def ramp_levels(n: int) -> list[int]:
 
 
 def _progress(line: str) -> None:
-    print(f"load: {line}", file=sys.stderr, flush=True)
+    emit_progress(f"load: {line}")  # the probes' one sink: past pytest's capture in a suite run
 
 
 @dataclass

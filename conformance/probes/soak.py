@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -47,13 +46,14 @@ from conformance.probes.common import (
     send,
 )
 from conformance.probes.load import classify, classify_loop
+from conformance.probes.progress import emit as emit_progress
 from conformance.probes.workload import WorkItem, loop_items
 
 RESTART_PAUSE_S = 0.5
 
 
 def _progress(line: str) -> None:
-    print(f"soak: {line}", file=sys.stderr, flush=True)
+    emit_progress(f"soak: {line}")  # the probes' one sink: past pytest's capture in a suite run
 
 
 @dataclass
