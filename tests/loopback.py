@@ -1,5 +1,6 @@
-"""A real aiohttp app on a loopback port, served from a thread, for tests that need a scripted
-server (a slow upstream, a lazily generated huge body, a target that hangs).
+"""A real aiohttp app (or a standard-library request handler) on a loopback port, served from a
+thread, for tests that need a scripted server (a slow upstream, a lazily generated huge body, a
+target that hangs, a plain web server).
 
 Rule: the server is a real HTTP server on 127.0.0.1:<free port>; it is stopped (its handlers
 cancelled, at most `shutdown_timeout` s for open connections) when the context exits.
@@ -11,6 +12,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from aiohttp import web
 
@@ -44,3 +46,17 @@ def serve_app_in_thread(app: web.Application, *, shutdown_timeout: float = 0.5) 
     finally:
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
+
+
+@contextlib.contextmanager
+def serve_handler_in_thread(handler: type[BaseHTTPRequestHandler] | object) -> Iterator[str]:
+    """Serve a standard-library request handler (class or factory) on 127.0.0.1:<free port> in a
+    thread; yields the base URL; the server is shut down and closed when the context exits."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -3,14 +3,14 @@ and the suite give a verdict naming suite.limits.json_depth, never a traceback."
 
 from __future__ import annotations
 
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
 from conformance.core.results import read_results
 from tests.commands.test_bad_input import conformance
+from tests.loopback import serve_handler_in_thread
 
 SMALL = Path(__file__).resolve().parents[1] / "suite" / "small"
 DEEP = b"[" * 1_500 + b"]" * 1_500
@@ -38,14 +38,8 @@ class DeepJson(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def hostile_url():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), DeepJson)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve_handler_in_thread(DeepJson) as url:
+        yield url
 
 
 def test_replay_names_the_bound(hostile_url):

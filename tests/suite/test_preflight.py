@@ -14,7 +14,6 @@ import http.server
 import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,7 @@ from conformance.router.launch import serve_router_in_thread
 from conformance.suite.config import SuiteConfig
 from conformance.suite.preflight import check_target
 from conformance.suite.session import SuiteSession
-from tests.loopback import serve_app_in_thread
+from tests.loopback import serve_app_in_thread, serve_handler_in_thread
 
 SMALL = Path(__file__).resolve().parent / "small"
 
@@ -43,14 +42,8 @@ def _plain_web_server(folder: Path):
     """`python -m http.server` as a thread: GET answers HTML or 404, POST 501."""
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
     handler.log_message = lambda *a, **k: None  # type: ignore[attr-defined]
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve_handler_in_thread(handler) as url:
+        yield url
 
 
 def _closed_port() -> int:
