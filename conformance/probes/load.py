@@ -13,6 +13,13 @@ Rules:
 - Figures per level (info; the machines are shared, so figures are relative): aggregate output
   tokens/s over the level's wall time, and time-to-first-content p50/p95. Each request carries its
   own salt at the start of the system prompt, so no prefix cache or router cache serves it.
+- A level is `level` slots, each with its own client and connection (kept alive across its
+  requests), taking the level's requests one after another: a pool shared by hundreds of streams
+  costs time in the number of its connections on every request (httpcore scans them all), which
+  made the probe's cost per stream grow with the level. An exchange is judged while its slot
+  sends the next request, in worker processes from `judge_pool.PROCESSES_FROM` requests on
+  (`conformance.probes.judge_pool`: the same verdicts, off the sending thread's interpreter lock).
+  benchmarks/bench_load.py measures the curve beside a bare client.
 - The probe knows its own ceiling (`conformance.probes.client_load`): every figure and verdict of
   a client-limited level says so (figures, messages, the `client_limited` detail and the JUnit
   properties from `LoadReport.junit_properties`).
@@ -23,6 +30,7 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -31,12 +39,12 @@ from typing import Any
 
 import httpx
 
-from conformance.checks.exchange import check_exchange
 from conformance.checks.load import CONCURRENCY_ACCEPTANCE, THROUGHPUT
 from conformance.core import registry
 from conformance.core.failures import Violation
 from conformance.loop.driver import run_scenario
 from conformance.net.transport import RawExchange
+from conformance.probes import judge_pool
 from conformance.probes.client_load import ClientLoad, ClientMonitor
 from conformance.probes.common import (
     ProbeOutcome,
@@ -184,8 +192,13 @@ async def run_level(target: Target, items: list[WorkItem], level: int, *, rounds
     `client_delay_s` is the ClientMonitor test hook; `progress(line)` gets the progress lines
     (`place`: "level 2 of 5").
     """
+    total = max(level * rounds, len(items))
+    in_processes = total >= judge_pool.PROCESSES_FROM and (os.cpu_count() or 1) > 1
+    if in_processes:  # the workers start before the level's clock and monitor do
+        in_processes = await asyncio.to_thread(judge_pool.start)
     async with ClientMonitor(delay_s=client_delay_s) as monitor:
-        stats = await _run_level(target, items, level, rounds=rounds, progress=progress, place=place)
+        stats = await _run_level(target, items, level, rounds=rounds, progress=progress, place=place,
+                                 judge_exchange=judge_pool.Judge(processes=in_processes))
     stats.client = monitor.result
     limited = stats.client_limited
     progress(f"{place or 'level'} (concurrency {level}) done: {len(stats.records)} sent, {len(stats.failures)} failed, "
@@ -195,64 +208,71 @@ async def run_level(target: Target, items: list[WorkItem], level: int, *, rounds
 
 
 async def _run_level(target: Target, items: list[WorkItem], level: int, *, rounds: int, progress,
-                     place: str) -> LevelStats:
+                     place: str, judge_exchange: judge_pool.Judge) -> LevelStats:
     stats = LevelStats(level)
-    sem = asyncio.Semaphore(level)
     total = max(level * rounds, len(items))
     progress(f"{place or 'level'}: concurrency {level}, {total} requests")
     t0 = time.monotonic()
-    limits = httpx.Limits(max_connections=level + 2, max_keepalive_connections=level + 2)
     pool = ThreadPoolExecutor(max_workers=level, thread_name_prefix="probe-loop")  # loops in flight = level
-    async with target.net.async_client(limits=limits) as client:  # one pooled client for the level
-        broken = asyncio.Event()
+    broken = asyncio.Event()
+    indices = iter(range(total))  # shared by the slots: each request is taken by exactly one
+    judging: list[asyncio.Future] = []
 
-        async def one_loop(i: int, item: WorkItem) -> ExchangeRecord | None:
-            async with sem:
-                if broken.is_set():
-                    return None
-                started = time.monotonic() - t0
-                report = await asyncio.get_running_loop().run_in_executor(
-                    pool, lambda: run_scenario(target.base, target.wire, item.scenario, model=target.model,
-                                               api_key=target.api_key, deadlines=target.deadlines))
-                finished = time.monotonic() - t0
-                kind = classify_loop(report)
-                if kind is not None:
-                    broken.set()
-            where = f"concurrency {level}, request {i + 1} ({item.name})"
-            toks = sum(output_tokens(getattr(t.verdict, "message", None), target.wire) or 0 for t in report.turns)
-            last_raw = report.turns[-1].raw if report.turns else None
-            return ExchangeRecord(level, i, item.name, last_raw, [v.at(exchange=where) for v in report.violations],
-                                  kind, toks, started, finished, loop_title=report.title())
+    async def one_loop(i: int, item: WorkItem) -> ExchangeRecord:
+        started = time.monotonic() - t0
+        report = await asyncio.get_running_loop().run_in_executor(
+            pool, lambda: run_scenario(target.base, target.wire, item.scenario, model=target.model,
+                                       api_key=target.api_key, deadlines=target.deadlines))
+        finished = time.monotonic() - t0
+        kind = classify_loop(report)
+        if kind is not None:
+            broken.set()
+        where = f"concurrency {level}, request {i + 1} ({item.name})"
+        toks = sum(output_tokens(getattr(t.verdict, "message", None), target.wire) or 0 for t in report.turns)
+        last_raw = report.turns[-1].raw if report.turns else None
+        return ExchangeRecord(level, i, item.name, last_raw, [v.at(exchange=where) for v in report.violations],
+                              kind, toks, started, finished, loop_title=report.title())
 
-        async def one(i: int) -> ExchangeRecord | None:
-            item = items[i % len(items)]
-            if item.scenario is not None:
-                return await one_loop(i, item)
-            # a salt per request: the same prompt twice must not be served from a prefix cache
-            body = salt_body(item.body, target.wire, f"{target.salt}-c{level}-{i}")
-            async with sem:
+    async def judge(i: int, item: WorkItem, body: dict, raw: RawExchange, started: float,
+                    finished: float) -> ExchangeRecord:
+        found, tokens = await judge_exchange(raw, body, target.wire)
+        violations = [v.at(exchange=f"concurrency {level}, request {i + 1} ({item.name})") for v in found]
+        kind = classify(raw, violations)
+        if kind is not None:
+            broken.set()
+        return ExchangeRecord(level, i, item.name, raw, violations, kind, tokens, started, finished)
+
+    async def slot() -> None:
+        # Each slot has its own client and connection: a pool shared by hundreds of streams costs
+        # time in the number of connections on every request it assigns (httpcore scans them all),
+        # which made the probe's cost per stream grow with the level (benchmarks/bench_load.py).
+        one_connection = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+        async with target.net.async_client(limits=one_connection) as client:
+            for i in indices:
                 if broken.is_set():
-                    return None  # fail fast: the level already broke; a hung target would cost a deadline each
+                    return  # fail fast: the level already broke; a hung target would cost a deadline each
+                item = items[i % len(items)]
+                if item.scenario is not None:
+                    judging.append(asyncio.ensure_future(one_loop(i, item)))
+                    await judging[-1]
+                    continue
+                # a salt per request: the same prompt twice must not be served from a prefix cache
+                body = salt_body(item.body, target.wire, f"{target.salt}-c{level}-{i}")
                 started = time.monotonic() - t0
                 raw = await send(target, body, client=client)
                 finished = time.monotonic() - t0
                 if not raw.ok:
-                    broken.set()  # before judging: the next slot must not start
-            judged = await asyncio.to_thread(check_exchange, raw, body, wire=target.wire)
-            violations = [v.at(exchange=f"concurrency {level}, request {i + 1} ({item.name})")
-                          for v in judged.violations]
-            kind = classify(raw, violations)
-            if kind is not None:
-                broken.set()
-            return ExchangeRecord(level, i, item.name, raw, violations, kind,
-                                  output_tokens(judged.message, target.wire), started, finished)
+                    broken.set()  # before judging: the next request must not start
+                # judged beside the next send: the slot keeps its request in flight
+                judging.append(asyncio.ensure_future(judge(i, item, body, raw, started, finished)))
 
-        try:
-            done = await asyncio.gather(*(one(i) for i in range(total)))
-        finally:
-            pool.shutdown(wait=False)
-        stats.records = [r for r in done if r is not None]
-        stats.skipped = total - len(stats.records)
+    try:
+        await asyncio.gather(*(slot() for _ in range(min(level, total))))
+        done = await asyncio.gather(*judging)
+    finally:
+        pool.shutdown(wait=False)
+    stats.records = sorted(done, key=lambda r: r.index)
+    stats.skipped = total - len(stats.records)
     stats.wall_s = time.monotonic() - t0
     if not stats.ok:
         stats.gone = await target_gone(target)
