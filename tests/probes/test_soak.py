@@ -2,12 +2,18 @@
 
 The slow self-test proves the soak's point: the conformant engine passes a soak of 4 sessions
 with 0 errors; the engine with `dies-under-sustained-load` passes the concurrency ramp and fails
-the soak, which names the time of death and that the engine stayed dead.
+the soak, which names the time of death and that the engine stayed dead. A held-out server
+(tests/probes/dying_proxy.py: a proxy that dies as a process after a count of prefix reuses under
+load) is caught the same way, so the soak is not tuned to the reference engine's own fault.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -79,3 +85,45 @@ def test_soak_passes_the_conformant_engine_and_catches_the_engine_that_dies_unde
         assert figures["first_failure_s"] >= DIE_AFTER_S
         assert figures["recovered"] is False and "stays dead until it is restarted" in figures["recovery"]
         assert sum(row["errors"] for row in figures["series"]) > 0
+
+
+@contextlib.contextmanager
+def _dying_proxy(upstream: str, reuses: int):
+    """The held-out server (tests/probes/dying_proxy.py) in its own process, in front of `upstream`."""
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("dying_proxy.py")), "--upstream", upstream,
+                             "--die-after-reuses", str(reuses)], stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("listening on "), f"the dying proxy did not start: {line!r}"
+        yield line.split()[-1], proc
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+# About 4 s into a 10 s soak of 4 sessions on this machine; a ramp at concurrency 4 sends fewer.
+HELD_OUT_REUSES = 30
+
+
+@pytest.mark.slow
+def test_the_soak_catches_a_held_out_server_that_dies_after_sustained_prefix_reuse(make_target, tmp_path, capsys):
+    """A server the soak was not written against: it counts prefix reuses under load instead of
+    timing them, and dies as a process (connections reset, then refused) instead of answering 500."""
+    with serve_engine_in_thread(**PACE) as engine:
+        with _dying_proxy(engine, HELD_OUT_REUSES) as (url, proc):
+            target = make_target(url)
+            items = capture_items(target)[:2] + loop_items(target.wire)[:2]
+            ramp = run_sync(concurrency_probe(target, 4, items=items)).acceptance()
+            assert ramp.outcome == "passed", "the ramp never holds the load long enough: " + ramp.message
+            assert proc.poll() is None, "the ramp alone must not kill the held-out server"
+
+        with _dying_proxy(engine, HELD_OUT_REUSES) as (url, proc):
+            record = tmp_path / "soak.json"
+            code = main(["soak", "--target", url, "--duration", "10", "--sessions", "4", "--json", str(record)])
+            out = capsys.readouterr().out
+            assert proc.poll() == 3, "the held-out server did not die during the soak: " + out
+    assert code == 1, out
+    assert f"{SOAK_STABLE}: FAILED: the first failure came" in out
+    figures = json.loads(record.read_text())
+    assert figures["first_failure_s"] > 1.0, "nothing may fail before the sustained reuse"
+    assert figures["recovered"] is False and "stays dead until it is restarted" in figures["recovery"]
