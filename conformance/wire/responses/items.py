@@ -131,7 +131,7 @@ class ItemTracker:
             parts = item.get(slot)
             if not isinstance(parts, list):
                 continue
-            if k >= len(parts) or not isinstance(parts[k], dict):
+            if not 0 <= k < len(parts) or not isinstance(parts[k], dict):  # a negative index names no part
                 if part.deltas:
                     self._v(DONE_TEXT, f"the done item has no {slot}[{k}], which was streamed", ev, etype,
                             expected=f"{slot}[{k}] with the streamed text", seen=f"{len(parts)} part(s)",
@@ -263,7 +263,7 @@ def with_streamed_text(item: dict, states: dict[str, ItemState]) -> dict:
         return item
     for (slot, k), part in st.parts.items():
         parts = item.setdefault(slot, [])
-        if not isinstance(parts, list):
+        if not isinstance(parts, list) or k < 0:  # a negative index names no part (the schema says so)
             continue
         while len(parts) <= k:
             parts.append({"type": "output_text" if item.get("type") == "message" else
