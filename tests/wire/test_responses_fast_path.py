@@ -194,6 +194,21 @@ def test_an_item_numbered_oddly_throughout_is_judged_the_same_by_both_paths(valu
         judged_both_ways(encode(numbered(UNNUMBERED, start=value * 20)))
 
 
+@pytest.mark.parametrize("where", ["every event", "the deltas", "the first delta of each run",
+                                   "the second delta of each run", "the third delta of each run"])
+@pytest.mark.parametrize("value", [MISSING, None])
+def test_a_stream_without_sequence_numbers_is_judged_the_same_by_both_paths(where, value):
+    events = numbered(UNNUMBERED)
+    deltas = [n for n, ev in enumerate(events) if ev["type"].endswith(".delta")]
+    chosen = {"every event": range(len(events)), "the deltas": deltas, "the first delta of each run": FIRST_DELTAS,
+              "the second delta of each run": [n + 1 for n in FIRST_DELTAS],
+              "the third delta of each run": [n + 2 for n in FIRST_DELTAS]}[where]
+    for n in chosen:
+        set_field(events[n], "sequence_number", value)
+    report = judged_both_ways(encode(events))
+    assert report.complete
+
+
 @pytest.mark.parametrize("etype", DELTAS)
 def test_a_run_of_deltas_for_another_item_kind_is_judged_the_same_by_both_paths(etype):
     for first in FIRST_DELTAS:
