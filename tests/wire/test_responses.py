@@ -344,6 +344,23 @@ def test_a_cut_stream_keeps_what_was_streamed():
     assert RESPONSES.text(report.message) == "Hello there, friend."
 
 
+@pytest.mark.parametrize("index", [-1, -2, -7])
+def test_a_negative_part_index_is_a_schema_error_not_a_crash(index):
+    """A negative content_index names no part: the schema reports it, the done item's parts are
+    not read from the end (Python's negative indexing), and a cut stream keeps its parts as sent."""
+    evs = _events("text")
+    for e in evs:
+        if "content_index" in e:
+            e["content_index"] = index
+    report = responses.check_stream(rs.encode(evs))
+    assert rules.SCHEMA in _errors(report)
+    assert [v.message for v in report.violations if v.check_id == rules.DONE_TEXT] == [
+        f"the done item has no content[{index}], which was streamed"]
+    cut = responses.check_stream(rs.encode(evs[:_find(evs, "response.output_text.done")]))
+    assert rules.TERMINAL in _errors(cut)
+    assert cut.message["output"][0]["content"] == []
+
+
 def test_custom_tool_input_is_raw_text_and_namespace_kept_apart():
     msg = responses.check_stream(_raw("apply-patch-freeform")).message
     [call] = RESPONSES.tool_calls(msg)

@@ -11,6 +11,8 @@ Rules:
   message part indexed wrongly), a warning where both tolerate it.
 - A `*.done` text is compared with the concatenated deltas; an item that is not done when the
   stream ends keeps what was streamed into it (`with_streamed_text`).
+- `delta_target` names, after a delta the general path applied, where the next delta of the same
+  item and part would go without any report (the stream machine's fast path, stream.py).
 """
 
 from __future__ import annotations
@@ -131,7 +133,7 @@ class ItemTracker:
             parts = item.get(slot)
             if not isinstance(parts, list):
                 continue
-            if k >= len(parts) or not isinstance(parts[k], dict):
+            if not 0 <= k < len(parts) or not isinstance(parts[k], dict):  # a negative index names no part
                 if part.deltas:
                     self._v(DONE_TEXT, f"the done item has no {slot}[{k}], which was streamed", ev, etype,
                             expected=f"{slot}[{k}] with the streamed text", seen=f"{len(parts)} part(s)",
@@ -245,6 +247,27 @@ class ItemTracker:
             part.text = [done]
         part.text_done = True
 
+    def delta_target(self, spec: ItemEvent, data: dict) -> tuple[int, int | None, ItemState | PartState] | None:
+        """After `event` applied the delta `data` (`spec.action` "delta"): (output_index, part
+        index or None, the state its text goes to) when a next delta naming the same item id,
+        output_index and part index, exact ints >= 0, would be applied by `event` with no report
+        and no other effect than `text.append(delta)` and `deltas += 1`: the item is open and at
+        that output_index, of a kind the event belongs to, the part exists and is not done, the
+        text is not done. None otherwise."""
+        iid, oi = data.get("item_id"), data.get("output_index")
+        st = self.items.get(iid) if isinstance(iid, str) else None
+        if st is None or st.done or type(oi) is not int or oi < 0 or oi != st.output_index:
+            return None
+        if spec.item_types and st.item.get("type") not in spec.item_types:
+            return None
+        if spec.index_key is None:
+            return None if st.text_done else (oi, None, st)
+        k = data.get(spec.index_key)
+        part = st.parts.get((spec.slot, k)) if type(k) is int and k >= 0 else None
+        if part is None or part.done or part.text_done:
+            return None
+        return oi, k, part
+
     def _no_deltas(self, etype: str, key: str, ev: SSEEvent) -> None:
         self._v(DONE_TEXT, f"{etype} carries the whole {key} but no delta streamed it (tolerated: nothing showed "
                 "while it was generated)", ev, etype, severity="warning", expected="deltas before the done event",
@@ -263,7 +286,7 @@ def with_streamed_text(item: dict, states: dict[str, ItemState]) -> dict:
         return item
     for (slot, k), part in st.parts.items():
         parts = item.setdefault(slot, [])
-        if not isinstance(parts, list):
+        if not isinstance(parts, list) or k < 0:  # a negative index names no part (the schema says so)
             continue
         while len(parts) <= k:
             parts.append({"type": "output_text" if item.get("type") == "message" else

@@ -11,20 +11,32 @@ Rules:
 - `finish()` returns the StreamReport; its message is the Response normalised with the streamed
   items (an unfinished item keeps what was streamed into it).
 - Nothing here raises on a target's bytes: bad input is a violation.
+- The fast path: nearly every event of a real stream is the next delta of the item and part the
+  previous event streamed into. After the general path applies a delta of a type whose schema is
+  the plain delta shape (`plain_delta_types`: the six `*.delta` events), the machine keeps where
+  the next one would go (`ItemTracker.delta_target`); an event that is that next delta — the
+  same type, item id, output_index and part index, `sequence_number` the last one + 1, a string
+  `delta`, no `response` — is valid for its schema and applied as the general path would apply it
+  (its payload kept, the text appended, the count and the last sequence number moved), with no
+  report. Anything else goes the general path, which drops what was kept. `fast=False`: the
+  general path only (the tests compare the two).
 """
 
 from __future__ import annotations
 
 import json
+from functools import cache
 from typing import Any
 
 from conformance.core.registry import violation
 from conformance.wire.base import (
     StreamMachineBase,
     StreamReport,
+    fast_json,
     json_check,
     judge_stream,
     load_json,
+    schema_path,
     schema_problems,
 )
 from conformance.wire.responses.items import ItemTracker, item_difference, label, with_streamed_text
@@ -55,14 +67,46 @@ from conformance.wire.responses.rules import (
 )
 from conformance.wire.sse import SSEDecoder, SSEEvent
 
+_ANNOTATIONS = frozenset({"$schema", "$id", "title", "description"})
+
+
+def is_plain_delta_schema(schema: Any, etype: str, index_key: str | None) -> bool:
+    """Whether `schema` asks no more of a delta event than the fast path checks: an object whose
+    only constraints are `type` = `etype`, `sequence_number`, `output_index` and `index_key` (when
+    the event has one) integers >= 0, `item_id` and `delta` strings, some of them required."""
+    if not isinstance(schema, dict):
+        return False
+    count = {"type": "integer", "minimum": 0}
+    plain = {"type": {"const": etype}, "sequence_number": count, "item_id": {"type": "string"},
+             "output_index": count, **({index_key: count} if index_key else {}), "delta": {"type": "string"}}
+    rest = {k: v for k, v in schema.items() if k not in _ANNOTATIONS}
+    required = rest.pop("required", [])
+    return rest == {"type": "object", "properties": plain} and isinstance(required, list) \
+        and set(required) <= set(plain)
+
+
+@cache
+def plain_delta_types() -> frozenset[str]:
+    """The delta event types whose schema file is the plain delta shape (`is_plain_delta_schema`):
+    only these take the fast path. A schema that asks anything more leaves its event to the
+    general path."""
+    return frozenset(
+        etype for etype, spec in ITEM_EVENTS.items()
+        if spec.action == "delta" and etype in SCHEMA_OF and is_plain_delta_schema(
+            json.loads(schema_path(SCHEMA_OF[etype]).read_text(encoding="utf-8")), etype, spec.index_key))
+
 
 class StreamMachine(StreamMachineBase):
     """Feed SSE events one at a time; `finish()` returns the report. Sans-IO."""
 
     TRANSITIONS, RULES, RECOVER = TRANSITIONS, RULES, RECOVER  # the grammar as data (rules.py)
 
-    def __init__(self, request: dict | None = None) -> None:
+    def __init__(self, request: dict | None = None, *, fast: bool = True) -> None:
         super().__init__(request, START)
+        self._plain_deltas = plain_delta_types() if fast else frozenset()
+        # where the next delta goes (module rules, "the fast path"): (type, item id, output_index,
+        # part index key, part index, the state its text goes to), or None
+        self._next_delta: tuple[str, str, int, str | None, int | None, Any] | None = None
         self.tracker = ItemTracker(self._v)  # the output items: added, streamed into, done
         self.last_seq: int | None = None
         self.response: dict | None = None  # the latest lifecycle response object
@@ -80,6 +124,36 @@ class StreamMachine(StreamMachineBase):
     # ---- dispatch ------------------------------------------------------------------------
     def feed(self, ev: SSEEvent) -> None:
         self.events.append(ev)
+        try:
+            data = fast_json(ev.data)
+        except ValueError:  # not JSON, or past the bound: _not_an_object words it
+            data = None
+        if type(data) is not dict:
+            self._next_delta = None
+            self._not_an_object(ev)
+            return
+        nxt = self._next_delta
+        if nxt is not None:
+            etype, iid, oi, index_key, k, target = nxt
+            seq, delta = data.get("sequence_number"), data.get("delta")
+            # Equivalent to the general path (module rules, "the fast path"): with `type`, item_id,
+            # output_index and the part index those of the delta before, exact ints where ints,
+            # and sequence_number the last + 1, the schema holds and nothing is reported.
+            if (type(seq) is int and seq == self.last_seq + 1 and type(delta) is str
+                    and data.get("type") == etype and data.get("item_id") == iid
+                    and type(oi_seen := data.get("output_index")) is int and oi_seen == oi
+                    and (index_key is None or (type(k_seen := data.get(index_key)) is int and k_seen == k))
+                    and "response" not in data):
+                self.payloads.append(data)
+                self.last_seq = seq
+                target.text.append(delta)
+                target.deltas += 1
+                return
+            self._next_delta = None
+        self._event(ev, data)
+
+    def _not_an_object(self, ev: SSEEvent) -> None:
+        """An event whose data is not a JSON object: `[DONE]`, or a violation."""
         if ev.data.strip() == "[DONE]":
             # Chat completions' sentinel (LiteLLM sends it after response.completed): the openai SDK
             # stops reading at it and Codex skips a record it cannot parse, so both tolerate it; a
@@ -90,11 +164,12 @@ class StreamMachine(StreamMachineBase):
                     seen="[DONE]")
             return
         data, err = load_json(ev.data)
-        if err is not None or not isinstance(data, dict):
-            self.payloads.append(None)
-            self._v(json_check(err, SCHEMA), f"event #{ev.index} data is not a JSON object ({err or type(data).__name__})", ev,
-                    ev.event or None, expected="a Responses stream event object", seen=ev.data[:200])
-            return
+        self.payloads.append(None)
+        self._v(json_check(err, SCHEMA), f"event #{ev.index} data is not a JSON object ({err or type(data).__name__})", ev,
+                ev.event or None, expected="a Responses stream event object", seen=ev.data[:200])
+
+    def _event(self, ev: SSEEvent, data: dict) -> None:
+        """The general path: one event whose data is a JSON object."""
         self.payloads.append(data)
         etype = data.get("type")
         if not isinstance(etype, str):
@@ -132,7 +207,12 @@ class StreamMachine(StreamMachineBase):
         elif etype in ITEM_LIFECYCLE:
             self.tracker.lifecycle(etype, data, ev)
         else:
-            self.tracker.event(etype, ITEM_EVENTS[etype], data, ev)
+            spec = ITEM_EVENTS[etype]
+            self.tracker.event(etype, spec, data, ev)
+            if etype in self._plain_deltas and self.last_seq is not None and self.last_seq >= 0:
+                target = self.tracker.delta_target(spec, data)
+                if target is not None:
+                    self._next_delta = (etype, data["item_id"], target[0], spec.index_key, target[1], target[2])
 
     @staticmethod
     def _kind(etype: str) -> str:
