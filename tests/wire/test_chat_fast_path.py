@@ -3,10 +3,12 @@ random sequences of chunks, valid and broken, near the shapes the fast path take
 a content or reasoning delta, one argument fragment of a started call) and off them by one field
 (a float index, a repeated id, a finish_reason in delta, a schema break, two choices, ...).
 Both paths must give the same report: every violation with its wording and place, the message,
-the payloads, the end state."""
+the payloads, the end state. Also: long arguments join to the same text, and judging pauses the
+garbage collector and leaves it as it was."""
 
 from __future__ import annotations
 
+import gc
 import json
 
 import make_stream_fixtures as mk
@@ -179,3 +181,31 @@ def test_long_arguments_join_to_the_same_text():
     [v] = [v for v in chat.check_stream(cut, request=mk.REQ_NO_USAGE).violations
            if v.check_id == "openai.stream.tool_arguments_json"]
     assert v.seen.startswith('{"content": "line 0\\nline 1')  # judged on the joined text
+
+
+def test_judging_pauses_the_collector_and_leaves_it_as_it_was():
+    """No collection runs while a stream is judged; the collector is on after if it was on before,
+    and stays off if the caller had turned it off."""
+    body = mk.o_sse(mk.o_text_stream()[:1] + [mk.o_chunk([mk.o_delta({"content": f"w{i} "})]) for i in range(3000)]
+                    + mk.o_text_stream()[-3:])
+    ran: list[int] = []
+
+    def count(phase, info):
+        if phase == "start":
+            ran.append(info["generation"])
+
+    was = gc.isenabled()
+    gc.callbacks.append(count)
+    try:
+        gc.enable()
+        report = chat.check_stream(body, request=mk.REQ_AUTO)
+        during, ran[:] = list(ran), []
+        assert gc.isenabled() and report.ok and len(report.events) == 3004
+        gc.disable()
+        chat.check_stream(body, request=mk.REQ_AUTO)
+        assert not gc.isenabled()
+    finally:
+        gc.callbacks.remove(count)
+        if was:
+            gc.enable()
+    assert during == [] or during == [0]  # at most the one young collection right after the judge
