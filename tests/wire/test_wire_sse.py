@@ -146,7 +146,8 @@ ENDINGS = [b"\n", b"\r\n", b"\r"]
 def streams(draw):
     uniform = draw(st.sampled_from(ENDINGS + [None]))
     out = [b"\xef\xbb\xbf"] if draw(st.booleans()) else []
-    common = st.sampled_from([[b"event: ping", b'data: {"type":"ping"}'], [b'data: {"a":1}'], [b"data: caf\xc3\xa9"]])
+    common = st.sampled_from([[b"event: ping", b'data: {"type":"ping"}'], [b'data: {"a":1}'], [b"data: caf\xc3\xa9"],
+                              [b"event:  ping ", b"data:  x "]])  # the spaces a value keeps
     for event in draw(st.lists(common | st.lists(st.sampled_from(LINES), max_size=4), max_size=12)):
         for line in event + [b""]:
             out.append(line + (uniform or draw(st.sampled_from(ENDINGS))))

@@ -14,6 +14,9 @@ Rules:
   task on exactly that stream (claude-code-router 3.1.1; docs/peers.md, "Severity checked against
   the real client"). The earlier block ends where the next one starts; its late stop is taken
   without a second report; a block whose stop never comes is still an error.
+- The commonest event, a well-formed text, thinking or input_json delta of the open block, takes
+  a fast path (`_feed_delta`) that does what the general path does when it finds nothing to
+  report; anything else goes the general way (`fast = False`: always; the tests compare the two).
 - Nothing here raises on a target's bytes: bad input is a violation.
 """
 
@@ -97,6 +100,7 @@ class StreamMachine(StreamMachineBase):
         self.late_stops: set[Any] = set()  # sent indices of tool_use blocks ended early by an interleaved start
         self._handlers = {kind: getattr(self, "_on_" + kind) for kind in EVENTS}
         self._open_streams: tuple[str, str, bool] | None = None  # _FAST_DELTA of the open block's type
+        self.fast = True  # False: every event through the general path (the tests compare the two)
         if not _FAST:
             _FAST.update({kind: compiled_validator("anthropic." + kind) for kind in EVENTS})
 
@@ -117,7 +121,7 @@ class StreamMachine(StreamMachineBase):
         except ValueError:  # not JSON, or past the bound: load_json says which
             data, err = load_json(ev.data)
         self.payloads.append(data)
-        if ev.event == "content_block_delta" and self.state == BLOCK and type(data) is dict \
+        if ev.event == "content_block_delta" and self.state == BLOCK and type(data) is dict and self.fast \
                 and self._feed_delta(data):
             return
         if err is not None or not isinstance(data, dict):
