@@ -427,11 +427,12 @@ class StreamMachineBase:
 def judge_stream(decoder: SSEDecoder, machine, chunks) -> StreamReport:
     """Run a wire's state machine over the events `decoder` finds in `chunks` (bytes, or the
     transport's [(t, bytes)]); the framing violations go first: they explain what follows."""
+    decode, feed = decoder.feed, machine.feed
     for t, data in iter_chunks(chunks):
-        for ev in decoder.feed(data, t):
-            machine.feed(ev)
+        for ev in decode(data, t):
+            feed(ev)
     for ev in decoder.close():
-        machine.feed(ev)
+        feed(ev)
     report = machine.finish()
     report.violations[:0] = decoder.violations
     return report

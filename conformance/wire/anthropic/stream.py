@@ -100,6 +100,9 @@ class StreamMachine(StreamMachineBase):
         self.late_stops: set[Any] = set()  # sent indices of tool_use blocks ended early by an interleaved start
         self._handlers = {kind: getattr(self, "_on_" + kind) for kind in EVENTS}
         self._open_streams: tuple[str, str, bool] | None = None  # _FAST_DELTA of the open block's type
+        # the list in json_parts or text_parts the open block's streamed text goes to, once a fast
+        # delta looked it up (dropped with the open block and whenever text_parts is joined)
+        self._open_parts: list[str] | None = None
         self.fast = True  # False: every event through the general path (the tests compare the two)
         if not _FAST:
             _FAST.update({kind: compiled_validator("anthropic." + kind) for kind in EVENTS})
@@ -117,9 +120,11 @@ class StreamMachine(StreamMachineBase):
     def feed(self, ev: SSEEvent) -> None:
         self.events.append(ev)
         try:
-            data, err = fast_json(ev.data), None
+            data = fast_json(ev.data)
         except ValueError:  # not JSON, or past the bound: load_json says which
             data, err = load_json(ev.data)
+        else:
+            err = None
         self.payloads.append(data)
         if ev.event == "content_block_delta" and self.state == BLOCK and type(data) is dict and self.fast \
                 and self._feed_delta(data):
@@ -173,10 +178,11 @@ class StreamMachine(StreamMachineBase):
         text = delta.get(field)
         if delta.get("type") != dtype or type(text) is not str:
             return False
-        if is_json:
-            self.json_parts.setdefault(self.open, []).append(text)
-        else:
-            self.text_parts.setdefault((self.open, field), []).append(text)
+        parts = self._open_parts
+        if parts is None:  # the lists _on_content_block_delta appends to
+            parts = self._open_parts = self.json_parts.setdefault(self.open, []) if is_json \
+                else self.text_parts.setdefault((self.open, field), [])
+        parts.append(text)
         return True
 
     def _interleaved_tool_use(self, kind: str, data: dict | None, ev: SSEEvent) -> bool | None:
@@ -254,6 +260,7 @@ class StreamMachine(StreamMachineBase):
         self.open = len(self.blocks) - 1
         self.open_sent_index = index
         self._open_streams = _FAST_DELTA.get(btype) if isinstance(btype, str) else None
+        self._open_parts = None
 
     def _open_block(self, data: dict, ev: SSEEvent, kind: str) -> dict | None:
         index = data.get("index")
@@ -308,13 +315,14 @@ class StreamMachine(StreamMachineBase):
         self._close_block(self.open, ev)
         self.open = None
         self.open_sent_index = None
-        self._open_streams = None
+        self._open_streams = self._open_parts = None
 
     def _join_text(self) -> None:
         for (pos, fld), parts in self.text_parts.items():
             block = self.blocks[pos]
             block[fld] = (block.get(fld) if isinstance(block.get(fld), str) else "") + "".join(parts)
         self.text_parts.clear()
+        self._open_parts = None
 
     def _close_block(self, pos: int, ev: SSEEvent | None) -> None:
         self._join_text()
