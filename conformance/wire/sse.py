@@ -278,6 +278,7 @@ class SSEDecoder:
             blocks = buf.split(sep)
             rest = blocks.pop()
             event_prefix, data_prefix, line_end = b"event: ", b"data: ", nl
+        data_line = line_end + data_prefix  # where a named event's one data line starts
         out: list[SSEEvent] = []
         pos = base
         named = self.require_event_name
@@ -285,18 +286,15 @@ class SSEDecoder:
         step = len(sep)
         count, last_id = self._count, self._last_id
         for block in blocks:
-            i = block.find(line_end)
+            # `event: X` nl `data: Y`, no other line end: the head holds none, nor does the data
+            head, found, data = block.partition(data_line)
             try:
-                if i < 0:
-                    if named or block[:6] != data_prefix:
-                        raise ValueError
+                if found and head[:7] == event_prefix and line_end not in head and line_end not in data:
+                    name = head[7:] if text else head[7:].decode()
+                    if not text:
+                        data = data.decode()
+                elif not found and not named and block[:6] == data_prefix and line_end not in block:
                     name, data = None, block[6:] if text else block[6:].decode()
-                elif block[:7] == event_prefix and block.startswith(data_prefix, i + n) \
-                        and block.find(line_end, i + n) < 0:
-                    if text:
-                        name, data = block[7:i], block[i + n + 6:]
-                    else:
-                        name, data = block[7:i].decode(), block[i + n + 6:].decode()
                 else:
                     raise ValueError
             except ValueError:  # (UnicodeDecodeError is one) not a common shape: line by line
