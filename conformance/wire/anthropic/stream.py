@@ -22,10 +22,10 @@ Rules:
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
+from conformance.core.bounded_json import copy_value
 from conformance.core.failures import Violation
 from conformance.wire.anthropic.rules import (
     BLOCK,
@@ -214,7 +214,7 @@ class StreamMachine(StreamMachineBase):
     # -- event handlers (accumulation + semantic rules) --------------------------------------
     def _on_message_start(self, data: dict, ev: SSEEvent) -> None:
         msg = data.get("message")
-        self.message = copy.deepcopy(msg) if isinstance(msg, dict) else {}
+        self.message = copy_value(msg) if isinstance(msg, dict) else {}
         self.message["content"] = self.blocks
         usage = self.message.get("usage")
         self.start_usage = usage if isinstance(usage, dict) else None
@@ -241,7 +241,7 @@ class StreamMachine(StreamMachineBase):
                     "(indices start at 0 and are contiguous)", ev, "content_block_start",
                     expected=expected, seen=index, pointer="/index")
         block = data.get("content_block")
-        block = copy.deepcopy(block) if isinstance(block, dict) else {"type": "unknown"}
+        block = copy_value(block) if isinstance(block, dict) else {"type": "unknown"}
         btype = block.get("type")
         if not isinstance(btype, str) or (btype not in BLOCK_DELTAS and not btype.endswith(WHOLE_BLOCK_SUFFIX)):
             self._v(STREAM + "unknown_block_type", f"unknown content block type {btype!r} (tolerated)", ev,
