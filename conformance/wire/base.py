@@ -216,7 +216,8 @@ class _SchemaCompiler:
                 if key in required:  # present for sure: check it at this level
                     self.emit(sub, v, inner, body)
                     out.append(f"{ipad}{v} = {x}.get({key!r}, _MISSING)")
-                    out.append(f"{ipad}if {v} is _MISSING: return False")
+                    if not self._rejects_missing(sub):
+                        out.append(f"{ipad}if {v} is _MISSING: return False")
                     out.extend(body)
                     continue
                 self.emit(sub, v, inner + 1, body)
@@ -227,11 +228,17 @@ class _SchemaCompiler:
         if "items" in node:
             body = []
             v = self._var()
-            self.emit(node["items"], v, ind + 2, body)
-            if body:
-                out.append(f"{pad}if isinstance({x}, list):")
-                out.append(f"{pad} for {v} in {x}:")
-                out.extend(body)
+            if known == "array":  # the type test above returned False for anything else
+                self.emit(node["items"], v, ind + 1, body)
+                if body:
+                    out.append(f"{pad}for {v} in {x}:")
+                    out.extend(body)
+            else:
+                self.emit(node["items"], v, ind + 2, body)
+                if body:
+                    out.append(f"{pad}if isinstance({x}, list):")
+                    out.append(f"{pad} for {v} in {x}:")
+                    out.extend(body)
         for sub in node.get("allOf", ()):
             self.emit(sub, x, ind, out, known)
         if "if" in node and "then" in node:
@@ -240,6 +247,14 @@ class _SchemaCompiler:
             if body:
                 out.append(f"{pad}if {self._if_test(node['if'], x, known)}:")
                 out.extend(body)
+
+    @staticmethod
+    def _rejects_missing(node: Any) -> bool:
+        """Whether the first line `emit` writes for `node` returns False for the _MISSING marker
+        (an object of no JSON type), so a required property needs no test of its own that it is
+        there: a type test (emitted first, `known` being None for a property) fails on it; with
+        no type, a const or enum test (emitted next, comparing with strings and None) does."""
+        return isinstance(node, dict) and ("type" in node or "const" in node or "enum" in node)
 
     def _if_test(self, node: Any, x: str, known: str | None) -> str:
         """An `if` must be decided exactly (a wrong False skips `then`). The common form, one
@@ -368,7 +383,7 @@ def json_check(reason: str | None, check_id: str) -> str:
 
 def load_json(body: bytes | bytearray | str | dict) -> tuple[Any, str | None]:
     """(value, None) or (None, reason). A dict is passed through."""
-    if isinstance(body, dict | list):
+    if isinstance(body, (dict, list)):  # a tuple: isinstance of a union type is slower
         return body, None
     try:
         return parse_json(body), None
@@ -427,11 +442,12 @@ class StreamMachineBase:
 def judge_stream(decoder: SSEDecoder, machine, chunks) -> StreamReport:
     """Run a wire's state machine over the events `decoder` finds in `chunks` (bytes, or the
     transport's [(t, bytes)]); the framing violations go first: they explain what follows."""
+    decode, feed = decoder.feed, machine.feed
     for t, data in iter_chunks(chunks):
-        for ev in decoder.feed(data, t):
-            machine.feed(ev)
+        for ev in decode(data, t):
+            feed(ev)
     for ev in decoder.close():
-        machine.feed(ev)
+        feed(ev)
     report = machine.finish()
     report.violations[:0] = decoder.violations
     return report

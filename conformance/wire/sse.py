@@ -266,34 +266,51 @@ class SSEDecoder:
         shapes (`event: X` + one `data:` line, or one `data:` line) are built directly; any other
         event (comments, several data lines, id/retry, bytes that are not UTF-8, ...) goes line
         by line through `_line` like the general path, so both give the same events and
-        violations. What follows the last blank line waits in the buffer (it starts a line)."""
-        blocks = buf.split(sep)
-        rest = blocks.pop()
+        violations. What follows the last blank line waits in the buffer (it starts a line).
+        ASCII bytes are decoded once and split as text (each character is one byte, so the
+        offsets are the same); other bytes are split as bytes and each field decoded."""
+        text = buf.isascii()
+        if text:
+            blocks: list = buf.decode("ascii").split(sep.decode("ascii"))
+            rest = blocks.pop().encode("ascii")
+            event_prefix, data_prefix, line_end = "event: ", "data: ", nl.decode("ascii")
+        else:
+            blocks = buf.split(sep)
+            rest = blocks.pop()
+            event_prefix, data_prefix, line_end = b"event: ", b"data: ", nl
+        data_line = line_end + data_prefix  # where a named event's one data line starts
         out: list[SSEEvent] = []
         pos = base
         named = self.require_event_name
         n = len(nl)
+        step = len(sep)
+        count, last_id = self._count, self._last_id
         for block in blocks:
-            i = block.find(nl)
+            # `event: X` nl `data: Y`, no other line end: the head holds none, nor does the data
+            head, found, data = block.partition(data_line)
             try:
-                if i < 0:
-                    if named or block[:6] != b"data: ":
-                        raise ValueError
-                    name, data = None, block[6:].decode()
-                elif block[:7] == b"event: " and block.startswith(b"data: ", i + n) and block.find(nl, i + n) < 0:
-                    name, data = block[7:i].decode(), block[i + n + 6:].decode()
+                if found and head[:7] == event_prefix and line_end not in head and line_end not in data:
+                    name = head[7:] if text else head[7:].decode()
+                    if not text:
+                        data = data.decode()
+                elif not found and not named and block[:6] == data_prefix and line_end not in block:
+                    name, data = None, block[6:] if text else block[6:].decode()
                 else:
                     raise ValueError
             except ValueError:  # (UnicodeDecodeError is one) not a common shape: line by line
+                self._count = count
+                raw = block.encode("ascii") if text else block
                 at = pos
-                for line in block.split(nl):
+                for line in raw.split(nl):
                     self._line(line, at, t, out)
                     at += len(line) + n
                 self._dispatch(t, out)
+                count, last_id = self._count, self._last_id
             else:
-                self._count += 1
-                out.append(SSEEvent(name, data, self._last_id, None, pos, t, self._count))
-            pos += len(block) + len(sep)
+                count += 1
+                out.append(_new_tuple(SSEEvent, (name, data, last_id, None, pos, t, count)))
+            pos += len(block) + step
+        self._count = count
         self._buf = rest
         self._buf_offset = pos
         return out
@@ -381,6 +398,8 @@ class SSEDecoder:
         self._retry = None
         self._start = None
 
+
+_new_tuple = tuple.__new__  # SSEEvent(...) through tuple.__new__ directly: skips the NamedTuple's Python __new__
 
 _HOLD_FROM = 64 * 1024  # a pending event this long is collected in a list, not re-copied per chunk
 

@@ -3,6 +3,7 @@ ValueError whose reason names the bound, never a RecursionError."""
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
@@ -13,6 +14,7 @@ from conformance.core import bounded_json
 from conformance.core.bounded_json import (
     MAX_DEPTH,
     JsonBoundExceeded,
+    copy_value,
     is_bound_reason,
     parse,
     parse_or_reason,
@@ -72,3 +74,28 @@ def test_malformed_json_is_a_value_error_that_is_not_the_bound(text):
 def test_same_values_as_json_loads(value):
     text = json.dumps(value)
     assert parse(text) == json.loads(text) == parse(text.encode())
+
+
+_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+                       lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=5), c, max_size=4))
+
+
+@settings(max_examples=200, deadline=None)
+@given(_VALUES)
+def test_copy_value_is_deepcopy_of_a_parsed_value(value):
+    parsed = parse(json.dumps(value))
+    copied = copy_value(parsed)
+    assert copied == copy.deepcopy(parsed) and json.dumps(copied) == json.dumps(parsed)
+    stack = [(parsed, copied)]  # every container a new object: changing the copy leaves the original
+    while stack:
+        a, b = stack.pop()
+        if isinstance(a, dict | list):
+            assert a is not b
+            stack.extend(zip(a.values(), b.values(), strict=True) if isinstance(a, dict) else zip(a, b, strict=True))
+
+
+def test_copy_value_hands_other_types_to_deepcopy():
+    inner = bytearray(b"x")
+    value = {"a": [inner]}
+    copied = copy_value(value)
+    assert copied == value and copied["a"][0] is not inner

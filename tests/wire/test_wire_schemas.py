@@ -14,9 +14,11 @@ from wire_helpers import body, fixtures
 
 from conformance.wire.anthropic import rules as anthropic_rules
 from conformance.wire.base import (
+    add_schema_folder,
     check_for_pointer,
     compiled_validator,
     load_json,
+    remove_schema_folder,
     schema_names,
     schema_path,
     schema_problems,
@@ -153,6 +155,50 @@ _JSON = st.recursive(
 @given(st.sampled_from(COMPILED), _JSON)
 def test_predicates_agree_with_jsonschema_on_arbitrary_json(name, value):
     assert compiled_validator(name)(value) == _is_valid(name, value)
+
+
+# every shape of subschema under `required` and `items` the compiler treats apart: with a type,
+# a const or an enum first (they reject a missing property themselves), or none of them
+_SHAPES = {"type": "object", "required": ["any", "short", "low", "obj", "fixed", "choice", "typed", "list", "loose"],
+           "properties": {"any": {}, "short": {"minLength": 1}, "low": {"minimum": 0},
+                          "obj": {"properties": {"type": {"const": "x"}}, "required": ["type"]},
+                          "fixed": {"const": "x"}, "choice": {"enum": ["x", None]}, "typed": {"type": "string"},
+                          "list": {"type": "array", "items": {"type": "integer", "minimum": 0}},
+                          "loose": {"items": {"const": "x"}, "maxItems": 2}}}
+_SHAPE_KEYS = list(_SHAPES["properties"]) + ["type"]
+_SHAPE_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-2, 2) | st.sampled_from(["", "x", "y"]),
+    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.sampled_from(_SHAPE_KEYS), kids, max_size=3),
+    max_leaves=6)
+
+
+@pytest.fixture(scope="module")
+def shapes_predicate(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("schemas")
+    (folder / "test.shapes.json").write_text(json.dumps(_SHAPES), encoding="utf-8")
+    add_schema_folder(folder)
+    try:
+        yield compiled_validator("test.shapes"), schema_validator("test.shapes")
+    finally:
+        remove_schema_folder(folder)
+
+
+_SHAPES_VALID = {"any": 1, "short": "x", "low": 0, "obj": {"type": "x"}, "fixed": "x", "choice": None,
+                 "typed": "", "list": [0, 2], "loose": ["x"]}
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(list(_SHAPES_VALID)), st.booleans(), _SHAPE_VALUES), max_size=2))
+def test_predicates_agree_with_jsonschema_on_every_subschema_shape(shapes_predicate, changes):
+    """A valid instance with one or two properties deleted or replaced."""
+    predicate, validator = shapes_predicate
+    value = copy.deepcopy(_SHAPES_VALID)
+    for key, delete, replacement in changes:
+        if delete:
+            value.pop(key, None)
+        else:
+            value[key] = replacement
+    assert predicate(value) == validator.is_valid(value)
 
 
 def test_predicate_is_conservative_beyond_json_types():

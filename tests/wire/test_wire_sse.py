@@ -146,8 +146,11 @@ ENDINGS = [b"\n", b"\r\n", b"\r"]
 def streams(draw):
     uniform = draw(st.sampled_from(ENDINGS + [None]))
     out = [b"\xef\xbb\xbf"] if draw(st.booleans()) else []
-    common = st.sampled_from([[b"event: ping", b'data: {"type":"ping"}'], [b'data: {"a":1}'], [b"data: caf\xc3\xa9"]])
-    for event in draw(st.lists(common | st.lists(st.sampled_from(LINES), max_size=4), max_size=12)):
+    common = st.sampled_from([[b"event: ping", b'data: {"type":"ping"}'], [b'data: {"a":1}'], [b"data: caf\xc3\xa9"],
+                              [b"event:  ping ", b"data:  x "]])  # the spaces a value keeps
+    # a common shape with one line of LINES put in at any place: what the fast path must tell apart
+    near = st.tuples(common, st.integers(0, 2), st.sampled_from(LINES)).map(lambda c: [*c[0][:c[1]], c[2], *c[0][c[1]:]])
+    for event in draw(st.lists(common | near | st.lists(st.sampled_from(LINES), max_size=4), max_size=12)):
         for line in event + [b""]:
             out.append(line + (uniform or draw(st.sampled_from(ENDINGS))))
     if draw(st.booleans()):

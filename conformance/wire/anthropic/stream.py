@@ -14,15 +14,18 @@ Rules:
   task on exactly that stream (claude-code-router 3.1.1; docs/peers.md, "Severity checked against
   the real client"). The earlier block ends where the next one starts; its late stop is taken
   without a second report; a block whose stop never comes is still an error.
+- The commonest event, a well-formed text, thinking or input_json delta of the open block, takes
+  a fast path (`_feed_delta`) that does what the general path does when it finds nothing to
+  report; anything else goes the general way (`fast = False`: always; the tests compare the two).
 - Nothing here raises on a target's bytes: bad input is a violation.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
+from conformance.core.bounded_json import copy_value
 from conformance.core.failures import Violation
 from conformance.wire.anthropic.rules import (
     BLOCK,
@@ -60,6 +63,14 @@ _EVENT_SET = frozenset(EVENTS)
 INTERLEAVED_TOOL_USE = ("tool_use blocks interleaved: content_block_start for block {new!r} while tool_use block "
                         "{open!r} is open (its content_block_stop comes later); tolerated by Claude Code 2.1.332")
 _FAST: dict[str, Any] = {}  # event kind -> its schema's compiled predicate (filled on first use)
+# The streamed deltas the fast path takes (`StreamMachine._feed_delta`): block type -> (the one
+# streamed delta type it allows, the delta's text field, whether it goes to json_parts).
+_STREAMED = {"text_delta": ("text", False), "thinking_delta": ("thinking", False),
+             "input_json_delta": ("partial_json", True)}
+_FAST_DELTA: dict[str, tuple[str, str, bool]] = {
+    btype: (dtype, *_STREAMED[dtype]) for btype, allowed in BLOCK_DELTAS.items()
+    for dtype in allowed if dtype in _STREAMED}
+assert all(len(allowed & _STREAMED.keys()) <= 1 for allowed in BLOCK_DELTAS.values()), "one streamed delta per block"
 
 
 class StreamMachine(StreamMachineBase):
@@ -88,6 +99,11 @@ class StreamMachine(StreamMachineBase):
         self._noted_unknown: set[str] = set()
         self.late_stops: set[Any] = set()  # sent indices of tool_use blocks ended early by an interleaved start
         self._handlers = {kind: getattr(self, "_on_" + kind) for kind in EVENTS}
+        self._open_streams: tuple[str, str, bool] | None = None  # _FAST_DELTA of the open block's type
+        # the list in json_parts or text_parts the open block's streamed text goes to, once a fast
+        # delta looked it up (dropped with the open block and whenever text_parts is joined)
+        self._open_parts: list[str] | None = None
+        self.fast = True  # False: every event through the general path (the tests compare the two)
         if not _FAST:
             _FAST.update({kind: compiled_validator("anthropic." + kind) for kind in EVENTS})
 
@@ -104,10 +120,15 @@ class StreamMachine(StreamMachineBase):
     def feed(self, ev: SSEEvent) -> None:
         self.events.append(ev)
         try:
-            data, err = fast_json(ev.data), None
+            data = fast_json(ev.data)
         except ValueError:  # not JSON, or past the bound: load_json says which
             data, err = load_json(ev.data)
+        else:
+            err = None
         self.payloads.append(data)
+        if ev.event == "content_block_delta" and self.state == BLOCK and type(data) is dict and self.fast \
+                and self._feed_delta(data):
+            return
         if err is not None or not isinstance(data, dict):
             self._v(json_check(err, STREAM + "event_json"), f"event data is not a JSON object ({err or type(data).__name__})", ev,
                     expected="a JSON object with a `type`", seen=ev.data[:200])
@@ -139,6 +160,31 @@ class StreamMachine(StreamMachineBase):
         if apply:
             self._handlers[kind](data, ev)
 
+    def _feed_delta(self, data: dict) -> bool:
+        """The fast path of the commonest event: a well-formed text, thinking or input_json delta
+        for the open block, named content_block_delta, in state BLOCK. Taken only when the general
+        path would find nothing to report: the name matches the type, BLOCK -> BLOCK, the
+        interleaving rule does not apply to a delta, the schema holds (integer index >= 0, delta
+        an object whose type's field is a string), the index is the open block's and the delta
+        type is the one its block streams; then it appends the text as `_on_content_block_delta`
+        does. False (nothing done): the general path judges the event."""
+        streams = self._open_streams
+        if streams is None or data.get("type") != "content_block_delta":
+            return False
+        index, delta = data.get("index"), data.get("delta")
+        if type(index) is not int or index < 0 or index != self.open_sent_index or type(delta) is not dict:
+            return False
+        dtype, field, is_json = streams
+        text = delta.get(field)
+        if delta.get("type") != dtype or type(text) is not str:
+            return False
+        parts = self._open_parts
+        if parts is None:  # the lists _on_content_block_delta appends to
+            parts = self._open_parts = self.json_parts.setdefault(self.open, []) if is_json \
+                else self.text_parts.setdefault((self.open, field), [])
+        parts.append(text)
+        return True
+
     def _interleaved_tool_use(self, kind: str, data: dict | None, ev: SSEEvent) -> bool | None:
         """The one tolerated break of the grammar (module rules): None when it does not apply, else
         whether the event's handler runs."""
@@ -168,7 +214,7 @@ class StreamMachine(StreamMachineBase):
     # -- event handlers (accumulation + semantic rules) --------------------------------------
     def _on_message_start(self, data: dict, ev: SSEEvent) -> None:
         msg = data.get("message")
-        self.message = copy.deepcopy(msg) if isinstance(msg, dict) else {}
+        self.message = copy_value(msg) if isinstance(msg, dict) else {}
         self.message["content"] = self.blocks
         usage = self.message.get("usage")
         self.start_usage = usage if isinstance(usage, dict) else None
@@ -195,7 +241,7 @@ class StreamMachine(StreamMachineBase):
                     "(indices start at 0 and are contiguous)", ev, "content_block_start",
                     expected=expected, seen=index, pointer="/index")
         block = data.get("content_block")
-        block = copy.deepcopy(block) if isinstance(block, dict) else {"type": "unknown"}
+        block = copy_value(block) if isinstance(block, dict) else {"type": "unknown"}
         btype = block.get("type")
         if not isinstance(btype, str) or (btype not in BLOCK_DELTAS and not btype.endswith(WHOLE_BLOCK_SUFFIX)):
             self._v(STREAM + "unknown_block_type", f"unknown content block type {btype!r} (tolerated)", ev,
@@ -213,6 +259,8 @@ class StreamMachine(StreamMachineBase):
         self.blocks.append(block)
         self.open = len(self.blocks) - 1
         self.open_sent_index = index
+        self._open_streams = _FAST_DELTA.get(btype) if isinstance(btype, str) else None
+        self._open_parts = None
 
     def _open_block(self, data: dict, ev: SSEEvent, kind: str) -> dict | None:
         index = data.get("index")
@@ -267,12 +315,14 @@ class StreamMachine(StreamMachineBase):
         self._close_block(self.open, ev)
         self.open = None
         self.open_sent_index = None
+        self._open_streams = self._open_parts = None
 
     def _join_text(self) -> None:
         for (pos, fld), parts in self.text_parts.items():
             block = self.blocks[pos]
             block[fld] = (block.get(fld) if isinstance(block.get(fld), str) else "") + "".join(parts)
         self.text_parts.clear()
+        self._open_parts = None
 
     def _close_block(self, pos: int, ev: SSEEvent | None) -> None:
         self._join_text()
