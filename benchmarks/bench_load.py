@@ -10,11 +10,11 @@ SSE events, one text block, keep-alive), written in one call; nothing is generat
 Three clients run each level against that server, one after the other, with the same number of
 requests and `level` of them in flight:
 - judged: the load probe's own level runner (`conformance.probes.load.run_level`): the one sender
-  with deadlines and arrival times, a salt per request, the suite's judge on every exchange (in
-  worker processes from `judge_pool.PROCESSES_FROM` requests), the ClientMonitor measuring the
-  probe's CPU and event-loop lag;
-- bare: the same sender with nothing else: one process, no salt, no judge, no monitor, no records.
-  What the probe would read if judging were free; `vs_bare` is judged/bare at the same level;
+  with deadlines and arrival times, a salt per request, the suite's judge on every exchange, the
+  ClientMonitor measuring the probe's CPU and event-loop lag; from `senders.SPLIT_FROM` requests
+  split across one sender process per core (so its CPU figures can pass 100%);
+- bare: the same sender with nothing else: one process, no salt, no judge, no monitor, no records
+  (the client a load script would write). `vs_bare` is judged/bare at the same level;
 - aiohttp: one aiohttp session reading each stream to its end (the client `vllm bench serve`
   uses), for scale: the server's ceiling as a fast client sees it. Not a target for the ratio:
   it neither keeps arrival times nor judges.

@@ -7,6 +7,9 @@ Rules:
   LAG_LIMIT_S, or the loop thread busy >= CPU_LIMIT of the wall time (one thread runs every send
   and receive; the judging runs in worker threads under the same GIL). `ClientLoad.limited_by`
   says why; every figure and verdict of such a level says so (`conformance.probes.load`).
+- A level split across sender processes (`conformance.probes.senders`) has one monitor per
+  sender; `ClientLoad.merged` adds their CPU, keeps the busiest loop thread's, and pools the lag
+  ticks, so a level is client-limited when any sender set the pace.
 - `ClientMonitor(delay_s=...)` is a test hook: the loop is blocked that long every tick, so it
   lags without the process burning CPU (a slow client, not a CPU hog).
 """
@@ -60,6 +63,13 @@ class ClientLoad:
         if self.loop_cpu_share >= CPU_LIMIT:
             why.append(f"event-loop thread busy {self.loop_cpu_share:.0%} of the wall time")
         return "; ".join(why) or None
+
+    @classmethod
+    def merged(cls, loads: list[ClientLoad], wall_s: float) -> ClientLoad:
+        """A level split across sender processes: their CPU added up, the busiest event-loop
+        thread's CPU (the one that sets the pace first), and every loop's lag ticks."""
+        return cls(wall_s, sum(x.cpu_s for x in loads), max((x.loop_cpu_s for x in loads), default=0.0),
+                   [lag for x in loads for lag in x.lags])
 
     def figures(self) -> dict[str, Any]:
         return {"client_cpu_percent": round(100 * self.cpu_share, 1),

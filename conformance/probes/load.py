@@ -16,10 +16,12 @@ Rules:
 - A level is `level` slots, each with its own client and connection (kept alive across its
   requests), taking the level's requests one after another: a pool shared by hundreds of streams
   costs time in the number of its connections on every request (httpcore scans them all), which
-  made the probe's cost per stream grow with the level. An exchange is judged while its slot
-  sends the next request, in worker processes from `judge_pool.PROCESSES_FROM` requests on
-  (`conformance.probes.judge_pool`: the same verdicts, off the sending thread's interpreter lock).
-  benchmarks/bench_load.py measures the curve beside a bare client.
+  made the probe's cost per stream grow with the level. An exchange is judged (in a thread) while
+  its slot sends the next request. From `senders.SPLIT_FROM` requests a level is split across
+  sender processes, one per core (`conformance.probes.senders`): the slots and the requests are
+  dealt round-robin, each process sends, judges and monitors its share, and the records are
+  merged (a passing exchange's without its bytes); they share the fail-fast flag. benchmarks/bench_load.py measures the curve beside a
+  bare client.
 - The probe knows its own ceiling (`conformance.probes.client_load`): every figure and verdict of
   a client-limited level says so (figures, messages, the `client_limited` detail and the JUnit
   properties from `LoadReport.junit_properties`).
@@ -30,7 +32,7 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-import os
+import dataclasses
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -39,12 +41,13 @@ from typing import Any
 
 import httpx
 
+from conformance.checks.exchange import check_exchange
 from conformance.checks.load import CONCURRENCY_ACCEPTANCE, THROUGHPUT
 from conformance.core import registry
 from conformance.core.failures import Violation
 from conformance.loop.driver import run_scenario
 from conformance.net.transport import RawExchange
-from conformance.probes import judge_pool
+from conformance.probes import senders
 from conformance.probes.client_load import ClientLoad, ClientMonitor
 from conformance.probes.common import (
     ProbeOutcome,
@@ -59,6 +62,8 @@ from conformance.probes.common import (
 )
 from conformance.probes.progress import emit as emit_progress
 from conformance.probes.workload import WorkItem, default_workload
+from conformance.wire.dialect import Dialect
+from conformance.wire.registry import dialect
 
 # Checks whose failure means the stream ended early (a dropped stream, not a malformed one).
 _INCOMPLETE = ("anthropic.stream.complete", "openai.stream.done", "sse.stream.ends_mid_event")
@@ -184,22 +189,42 @@ def classify(raw: RawExchange, violations: list[Violation]) -> str | None:
     return "invalid exchange (" + ", ".join(sorted({v.check_id for v in errs})) + ")"
 
 
+def judge_record(raw: RawExchange, request: dict[str, Any], wire: Dialect) -> tuple[list[Violation], int | None]:
+    """What a load record keeps of the judge's verdict: the violations and the output tokens."""
+    verdict = check_exchange(raw, request, wire=wire)
+    return list(verdict.violations), output_tokens(verdict.message, wire)
+
+
 async def run_level(target: Target, items: list[WorkItem], level: int, *, rounds: int = 1,
                     client_delay_s: float = 0.0, progress=_progress, place: str = "") -> LevelStats:
     """`level` requests in flight at once, every exchange judged, the client's own load measured.
 
-    Each level sends the whole workload at least once, and at least `level * rounds` requests.
+    Each level sends the whole workload at least once, and at least `level * rounds` requests;
+    from `senders.SPLIT_FROM` requests the level is split across sender processes (module rules).
     `client_delay_s` is the ClientMonitor test hook; `progress(line)` gets the progress lines
     (`place`: "level 2 of 5").
     """
     total = max(level * rounds, len(items))
-    in_processes = total >= judge_pool.PROCESSES_FROM and (os.cpu_count() or 1) > 1
-    if in_processes:  # the workers start before the level's clock and monitor do
-        in_processes = await asyncio.to_thread(judge_pool.start)
-    async with ClientMonitor(delay_s=client_delay_s) as monitor:
-        stats = await _run_level(target, items, level, rounds=rounds, progress=progress, place=place,
-                                 judge_exchange=judge_pool.Judge(processes=in_processes))
-    stats.client = monitor.result
+    progress(f"{place or 'level'}: concurrency {level}, {total} requests")
+    stats = None
+    if total >= senders.SPLIT_FROM and level >= 2 and senders.process_count() > 1:
+        slot = senders.split_slot()
+        if slot.acquire(blocking=False):  # one split level at a time in this process
+            try:
+                if await asyncio.to_thread(senders.start):  # before the level's clock starts
+                    stats = await _run_level_split(target, items, level, total, client_delay_s)
+            except senders.SenderGone:
+                stats = None  # a sender died: this level and every later one run in this process
+            finally:
+                slot.release()
+    if stats is None:
+        async with ClientMonitor(delay_s=client_delay_s) as monitor:
+            t0 = time.monotonic()
+            records = await _run_slots(target, items, level, level, list(range(total)), t0, asyncio.Event())
+            stats = LevelStats(level, records, time.monotonic() - t0, skipped=total - len(records))
+        stats.client = monitor.result
+    if not stats.ok:
+        stats.gone = await target_gone(target)
     limited = stats.client_limited
     progress(f"{place or 'level'} (concurrency {level}) done: {len(stats.records)} sent, {len(stats.failures)} failed, "
              f"{stats.wall_s:.1f} s; client CPU {stats.client.cpu_share:.0%}, loop lag p95 "
@@ -207,15 +232,54 @@ async def run_level(target: Target, items: list[WorkItem], level: int, *, rounds
     return stats
 
 
-async def _run_level(target: Target, items: list[WorkItem], level: int, *, rounds: int, progress,
-                     place: str, judge_exchange: judge_pool.Judge) -> LevelStats:
-    stats = LevelStats(level)
-    total = max(level * rounds, len(items))
-    progress(f"{place or 'level'}: concurrency {level}, {total} requests")
+async def _run_level_split(target: Target, items: list[WorkItem], level: int, total: int,
+                           client_delay_s: float) -> LevelStats:
+    """The level's slots and requests dealt round-robin to the sender processes; the records
+    and the client loads merged. The monotonic clock is the machine's, so every sender places
+    its requests on this process's t0."""
+    n = min(senders.process_count(), level)
+    # The engine process handle stays here; the wire travels by name (a Dialect holds modules).
+    portable = dataclasses.replace(target, process=None, wire=target.wire.name)
+    senders.clear_flag()
     t0 = time.monotonic()
-    pool = ThreadPoolExecutor(max_workers=level, thread_name_prefix="probe-loop")  # loops in flight = level
-    broken = asyncio.Event()
-    indices = iter(range(total))  # shared by the slots: each request is taken by exactly one
+    shares = await senders.call_all([
+        (run_share, (portable, items, level, level // n + (k < level % n), list(range(k, total, n)), t0,
+                     client_delay_s)) for k in range(n)])
+    wall = time.monotonic() - t0
+    records = sorted((r for share, _ in shares for r in share), key=lambda r: r.index)  # each share sorted
+    stats = LevelStats(level, records, wall, skipped=total - len(records))
+    stats.client = ClientLoad.merged([load for _, load in shares], wall)
+    return stats
+
+
+def run_share(target: Target, items: list[WorkItem], level: int, slots: int, indices: list[int], t0: float,
+              client_delay_s: float) -> tuple[list[ExchangeRecord], ClientLoad]:
+    """In a sender process: `slots` of the level over `indices`, judged and monitored here
+    (`target.wire` arrives as the wire's name)."""
+    target = dataclasses.replace(target, wire=dialect(target.wire))
+
+    async def share() -> tuple[list[ExchangeRecord], ClientLoad]:
+        async with ClientMonitor(delay_s=client_delay_s) as monitor:
+            records = await _run_slots(target, items, level, slots, indices, t0, senders.broken())
+        # A passing exchange travels back without its bytes (its status and timings are what the
+        # figures read); a failing one whole, for its verdict and report.
+        for record in records:
+            if record.kind is None and record.raw is not None:
+                record.raw = dataclasses.replace(record.raw, chunks=[], request_body=b"")
+        return records, monitor.result
+
+    return asyncio.run(share())
+
+
+async def _run_slots(target: Target, items: list[WorkItem], level: int, slots: int, indices: list[int],
+                     t0: float, broken) -> list[ExchangeRecord]:
+    """`slots` requests in flight over `indices` (module rules); `broken` is the level's
+    fail-fast flag (`is_set()`, `set()`): this process's, or the one the senders share."""
+    pool = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="probe-loop")  # loops in flight = slots
+    # One judging thread: judges in several threads would only take turns on the interpreter lock
+    # with each other and with the sending loop.
+    judge_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="probe-judge")
+    taken = iter(indices)  # shared by the slots: each request is taken by exactly one
     judging: list[asyncio.Future] = []
 
     async def one_loop(i: int, item: WorkItem) -> ExchangeRecord:
@@ -235,7 +299,8 @@ async def _run_level(target: Target, items: list[WorkItem], level: int, *, round
 
     async def judge(i: int, item: WorkItem, body: dict, raw: RawExchange, started: float,
                     finished: float) -> ExchangeRecord:
-        found, tokens = await judge_exchange(raw, body, target.wire)
+        found, tokens = await asyncio.get_running_loop().run_in_executor(judge_thread, judge_record, raw, body,
+                                                                         target.wire)
         violations = [v.at(exchange=f"concurrency {level}, request {i + 1} ({item.name})") for v in found]
         kind = classify(raw, violations)
         if kind is not None:
@@ -244,11 +309,10 @@ async def _run_level(target: Target, items: list[WorkItem], level: int, *, round
 
     async def slot() -> None:
         # Each slot has its own client and connection: a pool shared by hundreds of streams costs
-        # time in the number of connections on every request it assigns (httpcore scans them all),
-        # which made the probe's cost per stream grow with the level (benchmarks/bench_load.py).
+        # time in the number of connections on every request it assigns (httpcore scans them all).
         one_connection = httpx.Limits(max_connections=1, max_keepalive_connections=1)
         async with target.net.async_client(limits=one_connection) as client:
-            for i in indices:
+            for i in taken:
                 if broken.is_set():
                     return  # fail fast: the level already broke; a hung target would cost a deadline each
                 item = items[i % len(items)]
@@ -267,16 +331,11 @@ async def _run_level(target: Target, items: list[WorkItem], level: int, *, round
                 judging.append(asyncio.ensure_future(judge(i, item, body, raw, started, finished)))
 
     try:
-        await asyncio.gather(*(slot() for _ in range(min(level, total))))
-        done = await asyncio.gather(*judging)
+        await asyncio.gather(*(slot() for _ in range(min(slots, len(indices)))))
+        return sorted(await asyncio.gather(*judging), key=lambda r: r.index)
     finally:
         pool.shutdown(wait=False)
-    stats.records = sorted(done, key=lambda r: r.index)
-    stats.skipped = total - len(stats.records)
-    stats.wall_s = time.monotonic() - t0
-    if not stats.ok:
-        stats.gone = await target_gone(target)
-    return stats
+        judge_thread.shutdown(wait=False)
 
 
 @dataclass
