@@ -20,8 +20,8 @@ Rules:
   its slot sends the next request. From `senders.SPLIT_FROM` requests a level is split across
   sender processes, one per core (`conformance.probes.senders`): the slots and the requests are
   dealt round-robin, each process sends, judges and monitors its share, and the records are
-  merged (a passing exchange's without its bytes); they share the fail-fast flag. benchmarks/bench_load.py measures the curve beside a
-  bare client.
+  merged (a passing exchange's without its bytes); they share the fail-fast flag.
+  benchmarks/bench_load.py measures the curve beside a bare client.
 - The probe knows its own ceiling (`conformance.probes.client_load`): every figure and verdict of
   a client-limited level says so (figures, messages, the `client_limited` detail and the JUnit
   properties from `LoadReport.junit_properties`).

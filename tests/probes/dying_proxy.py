@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
 import json
 import os
 import sys
@@ -29,18 +28,17 @@ from collections import Counter
 
 from aiohttp import ClientSession, ClientTimeout, web
 
+from conformance.engine.sustained import prefix_key
+
 _HOP = {"host", "content-length", "transfer-encoding", "connection", "keep-alive"}
 
 
 def prefix_of(body: object) -> str | None:
-    """The part concurrent agent sessions share, or None for a body with no conversation."""
+    """The part concurrent agent sessions share (what a prefix cache sees first: the engine's own
+    definition), or None for a body with no conversation."""
     if not isinstance(body, dict) or not any(k in body for k in ("messages", "input")):
         return None
-    messages = body.get("messages") if isinstance(body.get("messages"), list) else []
-    # a system message leading the conversation is part of the prefix; one later on is not
-    system = [m for m in messages[:1] if isinstance(m, dict) and m.get("role") in ("system", "developer")]
-    shared = [body.get("system"), body.get("instructions"), system, body.get("tools")]
-    return hashlib.sha256(json.dumps(shared, sort_keys=True, default=str).encode()).hexdigest()
+    return prefix_key(body)
 
 
 def build_app(upstream: str, die_after_reuses: int, overlap: int) -> web.Application:
